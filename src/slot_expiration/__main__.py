@@ -1,0 +1,3 @@
+from slot_expiration.cli.app import main
+
+main()

@@ -1,0 +1,163 @@
+"""A private PostgreSQL server in a data folder of its own, for the demo and the tests.
+
+It uses the PostgreSQL binaries on the machine (SLOT_EXPIRATION_PG_BINDIR,
+`pg_config --bindir`, or Debian's /usr/lib/postgresql/<version>/bin). PostgreSQL
+refuses to run as root, so under root the server runs as the unprivileged
+`postgres` system account (which Debian's package creates).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+BINDIR_VARIABLE = "SLOT_EXPIRATION_PG_BINDIR"
+SERVER_ACCOUNT = "postgres"
+_DEBIAN_BINDIRS = Path("/usr/lib/postgresql")
+# Throwaway data: durability settings off make the tests several times faster.
+_FAST_UNSAFE = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
+
+
+class EmbeddedPostgresError(RuntimeError):
+    """The private server could not be found, started or stopped."""
+
+
+def find_bindir() -> Path:
+    """Where initdb, pg_ctl and postgres live."""
+    candidates: list[Path] = []
+    if explicit := os.environ.get(BINDIR_VARIABLE):
+        candidates.append(Path(explicit))
+    if pg_config := shutil.which("pg_config"):
+        out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=False)
+        candidates.append(Path(out.stdout.strip()))
+    if _DEBIAN_BINDIRS.is_dir():
+        versions = sorted(_DEBIAN_BINDIRS.iterdir(), key=_version_key, reverse=True)
+        candidates.extend(version / "bin" for version in versions)
+    for candidate in candidates:
+        if (candidate / "initdb").is_file() and (candidate / "pg_ctl").is_file():
+            return candidate
+    raise EmbeddedPostgresError(
+        "no PostgreSQL server binaries found (initdb, pg_ctl): install them "
+        f"(apt-get install postgresql) or set {BINDIR_VARIABLE}"
+    )
+
+
+def _version_key(path: Path) -> tuple[int, str]:
+    return (int(path.name), path.name) if path.name.isdigit() else (-1, path.name)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class EmbeddedPostgres:
+    """Start with `start()` (or `with`), stop with `stop()`; the data folder is removed."""
+
+    def __init__(self, data_root: Path | None = None, port: int | None = None) -> None:
+        self._bindir = find_bindir()
+        self._account = _server_account()
+        self._owns_root = data_root is None
+        self._root = data_root or Path(tempfile.mkdtemp(prefix="slot-expiration-pg-"))
+        self.port = port or free_port()
+        self.data_dir = self._root / "data"
+        self.log_file = self._root / "server.log"
+        self._running = False
+
+    @property
+    def url(self) -> str:
+        return self.url_for("postgres")
+
+    def url_for(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> Self:
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._initdb()
+        self._pg_ctl("start", "-w", "-t", "60", "-l", str(self.log_file), "-o", self._server_flags())
+        self._running = True
+        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server; mode "immediate" simulates a crash (no clean shutdown)."""
+        if self._running:
+            self._running = False
+            self._pg_ctl("stop", "-w", "-t", "60", "-m", mode)
+
+    def close(self) -> None:
+        """Stop the server and remove the data folder if this object created it."""
+        try:
+            self.stop()
+        finally:
+            if self._owns_root:
+                shutil.rmtree(self._root, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _server_flags(self) -> str:
+        settings = [
+            f"-p {self.port}",
+            "-c listen_addresses=127.0.0.1",
+            f"-c unix_socket_directories={self._root}",
+            "-c max_connections=100",
+            *(f"-c {setting}" for setting in _FAST_UNSAFE),
+        ]
+        return " ".join(settings)
+
+    def _initdb(self) -> None:
+        self._root.mkdir(parents=True, exist_ok=True)
+        if self._account is not None:
+            os.chown(self._root, self._account.pw_uid, self._account.pw_gid)
+        self._run(
+            "initdb",
+            [
+                "-D", str(self.data_dir),
+                "-U", "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+            ]
+        )  # fmt: skip
+
+    def _pg_ctl(self, *args: str) -> None:
+        self._run("pg_ctl", ["-D", str(self.data_dir), *args])
+
+    def _run(self, tool: str, args: list[str]) -> None:
+        argv = [str(self._bindir / tool), *args]
+        if self._account is not None:
+            argv = ["runuser", "-u", self._account.pw_name, "--", *argv]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=self._root)
+        if done.returncode != 0:
+            detail = (done.stderr or done.stdout).strip().splitlines()
+            reason = detail[-1] if detail else f"exit status {done.returncode}"
+            raise EmbeddedPostgresError(f"{tool} failed: {reason} (server log: {self.log_file})")
+
+
+def _server_account() -> pwd.struct_passwd | None:
+    """The account the server runs as: ourselves, or `postgres` when we are root."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(SERVER_ACCOUNT)
+    except KeyError:
+        raise EmbeddedPostgresError(
+            "running as root, and PostgreSQL refuses root: create the unprivileged "
+            f"'{SERVER_ACCOUNT}' account (apt-get install postgresql creates it)"
+        ) from None

@@ -1,0 +1,114 @@
+"""The polling loop: ticks, the cycle budget, skipped ticks and the graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+from uuid import UUID, uuid4
+
+from slot_expiration.cycle import CycleResult
+from slot_expiration.loop.signals import StopSignal
+from slot_expiration.loop.ticker import Ticker
+from slot_expiration.telemetry import CycleHooks
+
+
+class Cycle(Protocol):
+    async def run(self, run_id: UUID, as_of: datetime) -> CycleResult: ...
+
+
+class CycleCancelledError(Exception):
+    """The cycle was abandoned at shutdown; its batch rolled back whole."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoopTiming:
+    max_cycle_seconds: float
+    shutdown_grace_seconds: float
+
+
+@dataclass(slots=True)
+class LoopStats:
+    cycles_completed: int = 0
+    cycles_failed: int = 0
+    ticks_skipped: int = 0
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class PollingLoop:
+    """Starts a cycle on each tick unless one is running; never lets a cycle kill it."""
+
+    def __init__(
+        self,
+        cycle: Cycle,
+        ticker: Ticker,
+        hooks: CycleHooks,
+        timing: LoopTiming,
+        now: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._cycle = cycle
+        self._ticker = ticker
+        self._hooks = hooks
+        self._timing = timing
+        self._now = now
+        self._in_flight: asyncio.Task[None] | None = None
+        self.stats = LoopStats()
+
+    async def run(self, stop: StopSignal) -> LoopStats:
+        async for _ in self._ticker.ticks(stop.requested):
+            self._on_tick()
+        in_flight = self._in_flight is not None and not self._in_flight.done()
+        self._hooks.loop_stopping(cycle_in_flight=in_flight)
+        await self._finish_in_flight(stop)
+        self._hooks.loop_stopped()
+        return self.stats
+
+    def _on_tick(self) -> None:
+        if self._in_flight is not None and not self._in_flight.done():
+            self.stats.ticks_skipped += 1
+            self._hooks.tick_skipped(self.stats.ticks_skipped)
+            return
+        self._in_flight = asyncio.create_task(self._guarded_cycle(), name="slot-expiration-cycle")
+
+    async def _guarded_cycle(self) -> None:
+        run_id, as_of = uuid4(), self._now()
+        self._hooks.cycle_started(run_id, as_of)
+        budget = asyncio.timeout(self._timing.max_cycle_seconds)
+        try:
+            async with budget:
+                result = await self._cycle.run(run_id, as_of)
+        except asyncio.CancelledError:
+            self._record_failure(run_id, CycleCancelledError("stopped during the cycle"))
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed cycle must never kill the loop
+            self._record_failure(run_id, exc, budget_exceeded=budget.expired())
+            return
+        self.stats.cycles_completed += 1
+        self._hooks.cycle_completed(result)
+
+    def _record_failure(
+        self, run_id: UUID, error: BaseException, *, budget_exceeded: bool = False
+    ) -> None:
+        self.stats.cycles_failed += 1
+        self._hooks.cycle_failed(run_id, error, budget_exceeded=budget_exceeded)
+
+    async def _finish_in_flight(self, stop: StopSignal) -> None:
+        """Give the cycle in flight a bounded grace to commit; past it, roll it back."""
+        task = self._in_flight
+        if task is None or task.done():
+            return
+        forced = asyncio.create_task(stop.forced.wait())
+        await asyncio.wait(
+            {task, forced},
+            timeout=self._timing.shutdown_grace_seconds,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        forced.cancel()
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, forced, return_exceptions=True)

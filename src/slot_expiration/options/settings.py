@@ -1,0 +1,101 @@
+"""The worker's options: one validated, typed object, units in the names.
+
+Values come from the command line (passed in explicitly) and from
+SLOT_EXPIRATION_* environment variables, flags winning.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+from typing import Annotated, Any
+from urllib.parse import SplitResult, urlsplit, urlunsplit
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "SLOT_EXPIRATION_"
+_URL_SCHEMES = ("postgresql", "postgres")
+
+
+class LogFormat(StrEnum):
+    JSON = "json"
+    CONSOLE = "console"
+
+
+class OptionsError(ValueError):
+    """Options that cannot be used; the message names the option, never a secret."""
+
+
+class WorkerOptions(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
+
+    database_url: SecretStr | None = None
+    batch_size: Annotated[int, Field(ge=1, le=10_000)] = 500
+    interval_seconds: Annotated[float, Field(gt=0, le=86_400)] = 300.0
+    max_cycle_seconds: Annotated[float, Field(gt=0, le=3_600)] = 30.0
+    shutdown_grace_seconds: Annotated[float, Field(ge=0, le=3_600)] = 10.0
+    log_format: LogFormat = LogFormat.JSON
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            check_database_url(value.get_secret_value())
+        return value
+
+    def require_database_url(self) -> str:
+        if self.database_url is None:
+            raise OptionsError(
+                f"no database URL: pass --database-url or set {ENV_PREFIX}DATABASE_URL"
+            )
+        return self.database_url.get_secret_value()
+
+    @property
+    def statement_timeout_ms(self) -> int:
+        return math.ceil(self.max_cycle_seconds * 1000)
+
+
+def check_database_url(url: str) -> None:
+    """Reject what psycopg could not use, with a message that never echoes the URL."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ValueError("database_url is not a valid URL (bad port or brackets)") from None
+    if parts.scheme not in _URL_SCHEMES:
+        raise ValueError("database_url must start with postgresql://")
+    if port == 0:
+        raise ValueError("database_url has port 0")
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password replaced, fit for logs and error lines."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid URL>"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(SplitResult(parts.scheme, f"{user}:***@{netloc}", *parts[2:]))
+
+
+def load_options(**given: Any) -> WorkerOptions:
+    """Build the options from flags (None = not given) and the environment."""
+    flags = {name: value for name, value in given.items() if value is not None}
+    try:
+        return WorkerOptions(**flags)
+    except ValidationError as exc:
+        raise OptionsError(_describe(exc)) from None
+
+
+def _describe(exc: ValidationError) -> str:
+    # pydantic's own rendering repeats the input value: a password could leak.
+    problems = []
+    for error in exc.errors(include_input=False, include_url=False):
+        field = ".".join(str(part) for part in error["loc"]) or "options"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        problems.append(f"{field} ({ENV_PREFIX}{field.upper()}): {message}")
+    return "; ".join(problems)

@@ -1,0 +1,19 @@
+"""PostgreSQL: named statements, the slot store, its errors and the migrations."""
+
+from slot_expiration.store.errors import (
+    RowRejectedError,
+    SchemaMissingError,
+    SlotStoreError,
+    StoreUnavailableError,
+)
+from slot_expiration.store.slot_store import LockedBatch, SessionLimits, SlotStore
+
+__all__ = [
+    "LockedBatch",
+    "RowRejectedError",
+    "SchemaMissingError",
+    "SessionLimits",
+    "SlotStore",
+    "SlotStoreError",
+    "StoreUnavailableError",
+]

@@ -1,0 +1,191 @@
+"""The slot store: the one module that talks to PostgreSQL for the worker.
+
+It runs the named statements of queries.sql, turns rows into frozen values
+and translates psycopg's errors into ours (see errors.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Coroutine, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, Self
+from uuid import UUID
+
+import psycopg
+
+from slot_expiration.domain import Slot, SlotRef, SlotStatus
+from slot_expiration.store.errors import (
+    RowRejectedError,
+    SlotStoreError,
+    StoreUnavailableError,
+    first_line,
+    translate,
+)
+from slot_expiration.store.queries import query
+
+APPLICATION_NAME = "slot-expiration"
+
+
+@dataclass(frozen=True, slots=True)
+class LockedBatch:
+    """What one selection took: the slots, oldest first, and the rows it passed over."""
+
+    slots: tuple[SlotRef, ...]
+    skipped_locked_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLimits:
+    """Server-side limits of a worker session, a backstop to the client's own budget.
+
+    If the worker process freezes mid-batch, PostgreSQL itself ends the
+    statement or the idle transaction, so no row lock outlives the budget.
+    """
+
+    statement_timeout_ms: int
+    idle_in_transaction_timeout_ms: int
+    connect_timeout_seconds: int = 10
+
+    def options(self) -> str:
+        return (
+            f"-c statement_timeout={self.statement_timeout_ms} "
+            f"-c idle_in_transaction_session_timeout={self.idle_in_transaction_timeout_ms}"
+        )
+
+
+async def _run_to_completion(step: Coroutine[Any, Any, None]) -> bool:
+    """Run COMMIT or ROLLBACK even if the caller is cancelled meanwhile.
+
+    Once sent, the outcome is decided by the server; abandoning the wait
+    would only hide it. Returns whether a cancellation arrived meanwhile.
+    """
+    task = asyncio.ensure_future(step)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        return True
+    return False
+
+
+class SlotStore:
+    """Repository over `availability_slots` on one connection."""
+
+    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
+        self._conn = connection
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, database_url: str, limits: SessionLimits) -> AsyncIterator[Self]:
+        """Open a connection for one cycle (or one command) and close it afterwards."""
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                database_url,
+                autocommit=False,
+                application_name=APPLICATION_NAME,
+                connect_timeout=limits.connect_timeout_seconds,
+                options=limits.options(),
+            )
+        except psycopg.Error as exc:
+            raise StoreUnavailableError(first_line(exc)) from exc
+        try:
+            yield cls(conn)
+        finally:
+            await _run_to_completion(conn.close())
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """One atomic unit: committed whole on success, rolled back whole otherwise."""
+        try:
+            yield
+        except BaseException:
+            await self._rollback_quietly()
+            raise
+        try:
+            await _run_to_completion(self._conn.commit())
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    async def _rollback_quietly(self) -> None:
+        # A broken connection cannot roll back; closing it makes the server do it.
+        try:
+            await _run_to_completion(self._conn.rollback())
+        except psycopg.Error:
+            await self._conn.close()
+
+    async def expire_batch(self, as_of: datetime, batch_size: int) -> LockedBatch:
+        """Lock and expire a batch in one statement; a rejected row fails it whole."""
+        row = await self._fetch_one("expire_batch", {"as_of": as_of, "batch_size": batch_size})
+        return _locked_batch(row)
+
+    async def lock_batch(self, as_of: datetime, batch_size: int) -> LockedBatch:
+        """Lock a batch without changing it, for row-by-row expiry."""
+        row = await self._fetch_one("lock_batch", {"as_of": as_of, "batch_size": batch_size})
+        return _locked_batch(row)
+
+    async def expire_slot(self, slot_id: UUID, as_of: datetime) -> bool:
+        """Expire one locked slot inside a savepoint, so a rejection spares the batch.
+
+        Raises RowRejectedError carrying the slot id when the database refuses it.
+        """
+        try:
+            async with self._conn.transaction():
+                cursor = await self._conn.execute(
+                    query("expire_slot"), {"id": slot_id, "as_of": as_of}
+                )
+                return await cursor.fetchone() is not None
+        except psycopg.Error as exc:
+            raise translate(exc, slot_id) from exc
+
+    async def insert_slots(self, slots: Iterable[Slot]) -> None:
+        params = [asdict(slot) | {"status": slot.status.value} for slot in slots]
+        try:
+            async with self._conn.cursor() as cursor:
+                await cursor.executemany(query("insert_slot"), params)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    async def count_by_status(self) -> dict[SlotStatus, int]:
+        rows = await self._fetch_all("count_by_status", {})
+        counts = dict.fromkeys(SlotStatus, 0)
+        counts.update({SlotStatus(status): count for status, count in rows})
+        return counts
+
+    async def count_backlog(self, as_of: datetime) -> int:
+        row = await self._fetch_one("count_backlog", {"as_of": as_of})
+        return int(row[0])
+
+    async def schema_ready(self) -> bool:
+        row = await self._fetch_one("schema_ready", {})
+        return bool(row[0])
+
+    async def _fetch_one(self, name: str, params: dict[str, Any]) -> tuple[Any, ...]:
+        rows = await self._fetch_all(name, params)
+        if len(rows) != 1:
+            raise SlotStoreError(f"statement {name} returned {len(rows)} rows, expected 1")
+        return rows[0]
+
+    async def _fetch_all(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        try:
+            cursor = await self._conn.execute(query(name), params)
+            return await cursor.fetchall()
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+
+def _locked_batch(row: tuple[Any, ...]) -> LockedBatch:
+    ids, tenant_ids, skipped = row
+    slots = tuple(SlotRef(id=i, tenant_id=t) for i, t in zip(ids, tenant_ids, strict=True))
+    return LockedBatch(slots=slots, skipped_locked_count=int(skipped))
+
+
+__all__ = [
+    "APPLICATION_NAME",
+    "LockedBatch",
+    "RowRejectedError",
+    "SessionLimits",
+    "SlotStore",
+]

@@ -1,0 +1,103 @@
+"""Structured logs: the stable event names the spec asks for, and their setup."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from datetime import datetime
+from typing import Final
+from uuid import UUID
+
+import structlog
+
+from slot_expiration.cycle import CycleResult
+from slot_expiration.options import LogFormat
+
+
+class Event:
+    """Event names are a contract with dashboards and log queries: never rename one."""
+
+    CYCLE_STARTED: Final = "cycle.started"
+    BATCH_SELECTED: Final = "batch.selected"
+    ITEM_FAILED: Final = "item.failed"
+    CYCLE_COMPLETED: Final = "cycle.completed"
+    CYCLE_FAILED: Final = "cycle.failed"
+    TICK_SKIPPED: Final = "tick.skipped"
+    WORKER_STARTED: Final = "worker.started"
+    WORKER_STOPPING: Final = "worker.stopping"
+    WORKER_STOPPED: Final = "worker.stopped"
+
+
+class LogHooks:
+    """Writes one log event per fact; never one per expired slot."""
+
+    def __init__(self, logger: structlog.typing.FilteringBoundLogger | None = None) -> None:
+        self._log = logger or structlog.get_logger("slot_expiration")
+
+    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
+        self._log.info(Event.CYCLE_STARTED, run_id=str(run_id), as_of=as_of.isoformat())
+
+    def cycle_completed(self, result: CycleResult) -> None:
+        run_id = str(result.run_id)
+        self._log.info(Event.BATCH_SELECTED, run_id=run_id, count=result.selected_count)
+        for failure in result.failures:
+            self._log.error(
+                Event.ITEM_FAILED,
+                run_id=run_id,
+                slot_id=str(failure.slot.id),
+                tenant_id=str(failure.slot.tenant_id),
+                sqlstate=failure.sqlstate,
+                exception=failure.message,
+            )
+        self._log.info(
+            Event.CYCLE_COMPLETED,
+            run_id=run_id,
+            expired_count=result.expired_count,
+            skipped_locked_count=result.skipped_locked_count,
+            failed_count=result.failed_count,
+            duration_ms=round(result.duration_ms, 3),
+        )
+
+    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
+        reason = "budget_exceeded" if budget_exceeded else "error"
+        self._log.error(
+            Event.CYCLE_FAILED,
+            run_id=str(run_id),
+            reason=reason,
+            error_type=type(error).__name__,
+            exception=str(error) or type(error).__name__,
+        )
+
+    def tick_skipped(self, skipped_ticks_total: int) -> None:
+        self._log.warning(Event.TICK_SKIPPED, skipped_ticks_total=skipped_ticks_total)
+
+    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
+        self._log.info(
+            Event.WORKER_STARTED, interval_seconds=interval_seconds, batch_size=batch_size
+        )
+
+    def loop_stopping(self, cycle_in_flight: bool) -> None:
+        self._log.info(Event.WORKER_STOPPING, cycle_in_flight=cycle_in_flight)
+
+    def loop_stopped(self) -> None:
+        self._log.info(Event.WORKER_STOPPED)
+
+
+def configure_logging(log_format: LogFormat, level: int = logging.INFO) -> None:
+    """Logs go to stderr, one JSON object per line (or readable lines for people)."""
+    renderer: structlog.typing.Processor = (
+        structlog.processors.JSONRenderer()
+        if log_format is LogFormat.JSON
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
