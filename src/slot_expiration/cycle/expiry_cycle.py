@@ -40,7 +40,7 @@ class ExpiryCycle:
             try:
                 async with store.transaction():
                     batch = await store.expire_batch(as_of, self._batch_size)
-                expired, failures = batch.slots, ()
+                expired, failures = batch.slots, tuple[ItemFailure, ...]()
             except RowRejectedError:
                 batch, expired, failures = await self._expire_row_by_row(store, as_of)
         return CycleResult(

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -70,7 +71,7 @@ class EmbeddedPostgres:
         self.port = port or free_port()
         self.data_dir = self._root / "data"
         self.log_file = self._root / "server.log"
-        self._running = False
+        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -80,17 +81,31 @@ class EmbeddedPostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
     def start(self) -> Self:
+        """Run the server as our child (so we reap it) and wait until it accepts connections."""
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
-        self._pg_ctl("start", "-w", "-t", "60", "-l", str(self.log_file), "-o", self._server_flags())
-        self._running = True
+        argv = self._as_server_account(
+            [str(self._bindir / "postgres"), "-D", str(self.data_dir), *self._server_flags()]
+        )
+        with self.log_file.open("ab") as log:
+            # A session of its own: a Ctrl-C meant for us must not reach the server first.
+            self._process = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self._wait_until_ready()
         return self
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server; mode "immediate" simulates a crash (no clean shutdown)."""
-        if self._running:
-            self._running = False
-            self._pg_ctl("stop", "-w", "-t", "60", "-m", mode)
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        self._pg_ctl("stop", "-w", "-t", "60", "-m", mode)
+        process.wait(timeout=60)
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
 
     def close(self) -> None:
         """Stop the server and remove the data folder if this object created it."""
@@ -111,15 +126,30 @@ class EmbeddedPostgres:
     ) -> None:
         self.close()
 
-    def _server_flags(self) -> str:
+    def _server_flags(self) -> list[str]:
         settings = [
-            f"-p {self.port}",
-            "-c listen_addresses=127.0.0.1",
-            f"-c unix_socket_directories={self._root}",
-            "-c max_connections=100",
-            *(f"-c {setting}" for setting in _FAST_UNSAFE),
+            "listen_addresses=127.0.0.1",
+            f"unix_socket_directories={self._root}",
+            "max_connections=100",
+            *_FAST_UNSAFE,
         ]
-        return " ".join(settings)
+        return ["-p", str(self.port), *(arg for s in settings for arg in ("-c", s))]
+
+    def _wait_until_ready(self, timeout_seconds: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_seconds
+        probe = [str(self._bindir / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(self.port)]
+        while time.monotonic() < deadline:
+            if self._process is None or self._process.poll() is not None:
+                raise EmbeddedPostgresError(f"postgres exited at start: {self._log_tail()}")
+            if subprocess.run(probe, check=False).returncode == 0:
+                return
+            time.sleep(0.05)  # polling the server's own readiness probe
+        self.stop("immediate")
+        raise EmbeddedPostgresError(f"postgres not ready after {timeout_seconds:g} s")
+
+    def _log_tail(self) -> str:
+        lines = self.log_file.read_text(errors="replace").strip().splitlines()
+        return lines[-1] if lines else f"see {self.log_file}"
 
     def _initdb(self) -> None:
         self._root.mkdir(parents=True, exist_ok=True)
@@ -139,10 +169,13 @@ class EmbeddedPostgres:
     def _pg_ctl(self, *args: str) -> None:
         self._run("pg_ctl", ["-D", str(self.data_dir), *args])
 
+    def _as_server_account(self, argv: list[str]) -> list[str]:
+        if self._account is None:
+            return argv
+        return ["runuser", "-u", self._account.pw_name, "--", *argv]
+
     def _run(self, tool: str, args: list[str]) -> None:
-        argv = [str(self._bindir / tool), *args]
-        if self._account is not None:
-            argv = ["runuser", "-u", self._account.pw_name, "--", *argv]
+        argv = self._as_server_account([str(self._bindir / tool), *args])
         done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=self._root)
         if done.returncode != 0:
             detail = (done.stderr or done.stdout).strip().splitlines()

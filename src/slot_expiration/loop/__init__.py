@@ -8,7 +8,7 @@ from slot_expiration.loop.polling_loop import (
     PollingLoop,
     utc_now,
 )
-from slot_expiration.loop.signals import StopSignal, stop_on_signals
+from slot_expiration.loop.signals import StopSignal, stop_on_signals, terminate_as_interrupt
 from slot_expiration.loop.ticker import IntervalTicker, Ticker, wait_or_stop
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "StopSignal",
     "Ticker",
     "stop_on_signals",
+    "terminate_as_interrupt",
     "utc_now",
     "wait_or_stop",
 ]

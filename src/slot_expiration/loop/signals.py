@@ -6,6 +6,7 @@ import asyncio
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -27,10 +28,29 @@ class StopSignal:
 def stop_on_signals(stop: StopSignal) -> Iterator[None]:
     """Route SIGTERM/SIGINT to `stop` while the block runs, then restore the defaults."""
     loop = asyncio.get_running_loop()
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, stop.request)
     try:
         yield
     finally:
-        for sig in STOP_SIGNALS:
+        for sig, handler in previous.items():
             loop.remove_signal_handler(sig)
+            signal.signal(sig, handler)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Outside the loop, let SIGTERM unwind like Ctrl-C so `finally` blocks still run.
+
+    The demo relies on it to stop its embedded server whatever stops the demo.
+    """
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

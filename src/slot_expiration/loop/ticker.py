@@ -8,7 +8,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
-
 Sleep = Callable[[asyncio.Event, float], Awaitable[None]]
 
 
@@ -61,4 +60,3 @@ class IntervalTicker:
             yield
             deadline = next_tick_after(first, self._interval, max(deadline, self._monotonic()))
             await self._sleep(stop, deadline - self._monotonic())
-

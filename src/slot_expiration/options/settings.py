@@ -51,6 +51,10 @@ class WorkerOptions(BaseSettings):
             )
         return self.database_url.get_secret_value()
 
+    def with_database_url(self, url: str) -> WorkerOptions:
+        check_database_url(url)
+        return self.model_copy(update={"database_url": SecretStr(url)})
+
     @property
     def statement_timeout_ms(self) -> int:
         return math.ceil(self.max_cycle_seconds * 1000)
@@ -62,11 +66,11 @@ def check_database_url(url: str) -> None:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        raise ValueError("database_url is not a valid URL (bad port or brackets)") from None
+        raise ValueError("not a valid URL (bad port or brackets)") from None
     if parts.scheme not in _URL_SCHEMES:
-        raise ValueError("database_url must start with postgresql://")
+        raise ValueError("must be a postgresql:// URL")
     if port == 0:
-        raise ValueError("database_url has port 0")
+        raise ValueError("port 0 is not a port")
 
 
 def redact_url(url: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from importlib.resources import files
-from typing import LiteralString, cast
+from typing import LiteralString
 
 _NAME_LINE = re.compile(r"^-- name: (?P<name>[a-z_]+)\s*$", re.MULTILINE)
 
@@ -25,7 +25,7 @@ def parse_queries(text: str) -> dict[str, LiteralString]:
         if name in queries:
             raise ValueError(f"statement {name!r} is defined twice in queries.sql")
         # The text comes from our own package file, never from input.
-        queries[name] = cast(LiteralString, statement)
+        queries[name] = statement
     return queries
 
 

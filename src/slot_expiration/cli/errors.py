@@ -1,0 +1,27 @@
+"""One line on stderr and a non-zero exit for every failure a user can cause."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+PROGRAM = "slot-expiration"
+
+
+class ExitCode:
+    OK = 0
+    FAILURE = 1  # the command ran but could not do its job (database down, budget exceeded)
+    USAGE = 2  # the command line or the options are wrong; nothing was attempted
+
+
+def scrub(message: str, secrets: list[str]) -> str:
+    """Remove every known secret from a message, whatever produced it."""
+    for secret in secrets:
+        if secret:
+            message = message.replace(secret, "***")
+    return " ".join(message.split())
+
+
+def fail(message: str, code: int, secrets: list[str] | None = None) -> NoReturn:
+    print(f"{PROGRAM}: error: {scrub(message, secrets or [])}", file=sys.stderr)
+    raise SystemExit(code)

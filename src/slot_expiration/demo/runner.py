@@ -1,0 +1,91 @@
+"""The demo: a seeded database, the real polling loop for a few cycles, before and after."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TextIO
+from uuid import UUID
+
+from slot_expiration.cycle import CycleResult
+from slot_expiration.demo.seed import DemoMix, demo_slots
+from slot_expiration.domain import SlotStatus
+from slot_expiration.loop import StopSignal, utc_now
+from slot_expiration.options import WorkerOptions
+from slot_expiration.store.migrate import upgrade
+from slot_expiration.worker import run_worker, store_factory
+
+
+@dataclass(frozen=True, slots=True)
+class DemoPlan:
+    max_cycles: int = 6
+    mix: DemoMix = field(default_factory=DemoMix)
+
+
+class ProgressHooks:
+    """Prints one line per cycle and asks the loop to stop once the backlog is gone."""
+
+    def __init__(self, out: TextIO, backlog: int, plan: DemoPlan, stop: StopSignal) -> None:
+        self._out, self._backlog, self._plan, self._stop = out, backlog, plan, stop
+        self._cycles = 0
+
+    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
+        del run_id, as_of  # only completions are shown
+
+    def cycle_completed(self, result: CycleResult) -> None:
+        self._cycles += 1
+        self._backlog -= result.expired_count
+        self._print(
+            f"  cycle {self._cycles}: expired {result.expired_count:>4}, "
+            f"skipped (locked) {result.skipped_locked_count}, "
+            f"{result.duration_ms:7.1f} ms, backlog left {self._backlog}"
+        )
+        self._maybe_stop()
+
+    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
+        self._cycles += 1
+        self._print(f"  cycle {self._cycles}: failed ({error}); the next tick retries")
+        self._maybe_stop()
+
+    def tick_skipped(self, skipped_ticks_total: int) -> None:
+        self._print(f"  tick skipped while a cycle ran ({skipped_ticks_total} so far)")
+
+    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
+        self._print(f"worker: a cycle every {interval_seconds:g} s, batches of {batch_size}")
+
+    def loop_stopping(self, cycle_in_flight: bool) -> None:
+        del cycle_in_flight
+
+    def loop_stopped(self) -> None:
+        self._print("worker: stopped")
+
+    def _maybe_stop(self) -> None:
+        if self._backlog <= 0 or self._cycles >= self._plan.max_cycles:
+            self._stop.request()
+
+    def _print(self, line: str) -> None:
+        print(line, file=self._out, flush=True)
+
+
+async def run_demo(options: WorkerOptions, plan: DemoPlan, out: TextIO) -> None:
+    url = options.require_database_url()
+    await asyncio.to_thread(upgrade, url)
+    now = utc_now()
+    async with store_factory(options)() as store:
+        async with store.transaction():
+            await store.insert_slots(demo_slots(now, plan.mix))
+        before = await store.count_by_status()
+        backlog = await store.count_backlog(now)
+    print(f"seeded {plan.mix.total} slots; {backlog} are Available with a past start", file=out)
+    stop = StopSignal()
+    await run_worker(options, [ProgressHooks(out, backlog, plan, stop)], stop)
+    async with store_factory(options)() as store:
+        after = await store.count_by_status()
+    print_counts(before, after, out)
+
+
+def print_counts(before: dict[SlotStatus, int], after: dict[SlotStatus, int], out: TextIO) -> None:
+    print(f"\n{'status':<10} {'before':>7} {'after':>7}", file=out)
+    for status in SlotStatus:
+        print(f"{status.value:<10} {before[status]:>7} {after[status]:>7}", file=out)

@@ -1,0 +1,23 @@
+"""The worker as the commands run it: options wired to store, cycle, loop and hooks."""
+
+from slot_expiration.worker.assembly import (
+    CycleBudgetExceededError,
+    build_cycle,
+    build_loop,
+    check_ready,
+    run_once,
+    run_worker,
+    session_limits,
+    store_factory,
+)
+
+__all__ = [
+    "CycleBudgetExceededError",
+    "build_cycle",
+    "build_loop",
+    "check_ready",
+    "run_once",
+    "run_worker",
+    "session_limits",
+    "store_factory",
+]

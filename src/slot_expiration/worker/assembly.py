@@ -1,0 +1,88 @@
+"""Wires options, store, cycle, loop and hooks into the commands' entry points."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
+from uuid import uuid4
+
+from slot_expiration.cycle import CycleResult, ExpiryCycle, StoreFactory
+from slot_expiration.loop import (
+    IntervalTicker,
+    LoopStats,
+    LoopTiming,
+    PollingLoop,
+    StopSignal,
+    Ticker,
+    stop_on_signals,
+)
+from slot_expiration.options import WorkerOptions
+from slot_expiration.store import SchemaMissingError, SessionLimits, SlotStore
+from slot_expiration.telemetry import CycleHooks, FanOutHooks, LogHooks
+
+
+class CycleBudgetExceededError(RuntimeError):
+    """A single cycle (the `once` command) ran past its budget and was rolled back."""
+
+
+def session_limits(options: WorkerOptions) -> SessionLimits:
+    budget_ms = options.statement_timeout_ms
+    return SessionLimits(statement_timeout_ms=budget_ms, idle_in_transaction_timeout_ms=budget_ms)
+
+
+def store_factory(options: WorkerOptions) -> StoreFactory:
+    url, limits = options.require_database_url(), session_limits(options)
+    return lambda: SlotStore.connect(url, limits)
+
+
+def build_cycle(options: WorkerOptions) -> ExpiryCycle:
+    return ExpiryCycle(store_factory(options), options.batch_size)
+
+
+async def check_ready(options: WorkerOptions) -> None:
+    """Fail fast on a wrong URL, a refused login or a missing schema."""
+    async with store_factory(options)() as store:
+        if not await store.schema_ready():
+            raise SchemaMissingError(
+                "table availability_slots does not exist: run `slot-expiration migrate` first"
+            )
+
+
+async def run_once(options: WorkerOptions, as_of: datetime) -> CycleResult:
+    await check_ready(options)
+    try:
+        async with asyncio.timeout(options.max_cycle_seconds):
+            return await build_cycle(options).run(uuid4(), as_of)
+    except TimeoutError:
+        raise CycleBudgetExceededError(
+            f"the cycle ran past its budget of {options.max_cycle_seconds:g} s and was rolled back"
+        ) from None
+
+
+def build_loop(
+    options: WorkerOptions, hooks: CycleHooks, ticker: Ticker | None = None
+) -> PollingLoop:
+    timing = LoopTiming(
+        max_cycle_seconds=options.max_cycle_seconds,
+        shutdown_grace_seconds=options.shutdown_grace_seconds,
+    )
+    return PollingLoop(
+        build_cycle(options),
+        ticker or IntervalTicker(options.interval_seconds),
+        hooks,
+        timing,
+    )
+
+
+async def run_worker(
+    options: WorkerOptions, extra_hooks: Sequence[CycleHooks] = (), stop: StopSignal | None = None
+) -> LoopStats:
+    """The `run` command: poll until SIGTERM/SIGINT (or `stop`), then stop gracefully."""
+    await check_ready(options)
+    hooks = FanOutHooks([LogHooks(), *extra_hooks])
+    stop = stop or StopSignal()
+    loop = build_loop(options, hooks)
+    hooks.loop_started(options.interval_seconds, options.batch_size)
+    with stop_on_signals(stop):
+        return await loop.run(stop)
