@@ -1,0 +1,61 @@
+"""The test suite's own PostgreSQL: one embedded server, a migrated template, a database per test."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from uuid import uuid4
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.store.migrate import upgrade
+from tests.support.database import SlotDatabase
+
+TEMPLATE = "slot_template"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[EmbeddedPostgres]:
+    with EmbeddedPostgres() as server:
+        upgrade_template(server)
+        yield server
+
+
+def upgrade_template(server: EmbeddedPostgres) -> None:
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
+    upgrade(server.url_for(TEMPLATE))
+
+
+@pytest.fixture
+def database_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
+    """A fresh, migrated database for one test, copied from the template (fast)."""
+    name = f"test_{uuid4().hex[:12]}"
+    with psycopg.connect(pg_server.url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(TEMPLATE)
+            )
+        )
+    yield pg_server.url_for(name)
+    with psycopg.connect(pg_server.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def empty_database_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
+    """A database with no schema at all, for the migration tests."""
+    name = f"empty_{uuid4().hex[:12]}"
+    with psycopg.connect(pg_server.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield pg_server.url_for(name)
+    with psycopg.connect(pg_server.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[SlotDatabase]:
+    async with SlotDatabase.open(database_url) as database:
+        yield database

@@ -1,0 +1,131 @@
+"""Test-side access to a test database: seeding, inspecting, locking, triggers.
+
+This SQL belongs to the tests (inspection and fault injection); the product's
+own statements live in slot_expiration/store/queries.sql.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Self
+from uuid import UUID
+
+import psycopg
+from psycopg import sql
+
+from slot_expiration.domain import Slot, SlotStatus
+from slot_expiration.store import SessionLimits, SlotStore
+
+LIMITS = SessionLimits(statement_timeout_ms=60_000, idle_in_transaction_timeout_ms=60_000)
+GATE_KEY = 4242
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    id: UUID
+    status: SlotStatus
+    version: int
+    updated_at: datetime
+    xmin: int
+
+
+class SlotDatabase:
+    """An autocommit connection for arranging and asserting, beside the worker's own."""
+
+    def __init__(self, url: str, conn: psycopg.AsyncConnection[Any]) -> None:
+        self.url = url
+        self.conn = conn
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, url: str) -> AsyncIterator[Self]:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            yield cls(url, conn)
+
+    async def insert(self, slots: Iterable[Slot]) -> list[Slot]:
+        slots = list(slots)
+        async with SlotStore.connect(self.url, LIMITS) as store, store.transaction():
+            await store.insert_slots(slots)
+        return slots
+
+    async def rows(self) -> dict[UUID, Row]:
+        cursor = await self.conn.execute(
+            "SELECT id, status, version, updated_at, xmin::text::bigint FROM availability_slots"
+        )
+        return {
+            r[0]: Row(r[0], SlotStatus(r[1]), r[2], r[3], r[4]) for r in await cursor.fetchall()
+        }
+
+    async def statuses(self) -> dict[UUID, SlotStatus]:
+        return {slot_id: row.status for slot_id, row in (await self.rows()).items()}
+
+    async def worker_locks(self) -> int:
+        """Row and transaction locks held by any slot-expiration session."""
+        cursor = await self.conn.execute(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+            "WHERE a.application_name = 'slot-expiration' AND l.locktype <> 'virtualxid'"
+        )
+        row = await cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    async def worker_sessions(self, waiting_on_gate: bool = False) -> int:
+        query = (
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'slot-expiration'"
+        )
+        if waiting_on_gate:
+            query += " AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
+        cursor = await self.conn.execute(query)  # type: ignore[arg-type]
+        row = await cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    async def execute(self, statement: sql.Composable | str, *params: Any) -> None:
+        await self.conn.execute(statement, params or None)  # type: ignore[arg-type]
+
+    async def install_poison_trigger(self, slot_ids: Sequence[UUID], sqlstate: str) -> None:
+        """Make the database reject the expiry of these rows with `sqlstate`."""
+        ids = sql.Literal([str(i) for i in slot_ids])
+        await self.conn.execute(
+            sql.SQL(
+                "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "IF NEW.id::text = ANY ({ids}::text[]) THEN "
+                "RAISE EXCEPTION 'slot refuses to expire' USING ERRCODE = {code}; END IF; "
+                "RETURN NEW; END $$"
+            ).format(ids=ids, code=sql.Literal(sqlstate))
+        )
+        await self.conn.execute(
+            "CREATE TRIGGER poison BEFORE UPDATE ON availability_slots "
+            "FOR EACH ROW EXECUTE FUNCTION poison()"
+        )
+
+    async def install_gate_trigger(self) -> None:
+        """Every UPDATE of a slot waits until the gate (an advisory lock) opens."""
+        await self.conn.execute(
+            "CREATE FUNCTION wait_for_gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            f"PERFORM pg_advisory_xact_lock_shared({GATE_KEY}); RETURN NEW; END $$"
+        )
+        await self.conn.execute(
+            "CREATE TRIGGER wait_for_gate BEFORE UPDATE ON availability_slots "
+            "FOR EACH ROW EXECUTE FUNCTION wait_for_gate()"
+        )
+
+    async def close_gate(self) -> None:
+        await self.conn.execute(f"SELECT pg_advisory_lock({GATE_KEY})")
+
+    async def open_gate(self) -> None:
+        await self.conn.execute(f"SELECT pg_advisory_unlock({GATE_KEY})")
+
+
+@asynccontextmanager
+async def rows_locked(url: str, slot_ids: Sequence[UUID]) -> AsyncIterator[None]:
+    """Hold FOR UPDATE locks on these rows from another transaction, as book-slot would."""
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        await conn.execute(
+            "SELECT id FROM availability_slots WHERE id = ANY(%s) FOR UPDATE", [list(slot_ids)]
+        )
+        yield
+        await conn.rollback()
