@@ -1,4 +1,4 @@
-"""The test suite's own PostgreSQL: one embedded server, a migrated template, a database per test."""
+"""The suite's own PostgreSQL: one embedded server, a migrated template, a database per test."""
 
 from __future__ import annotations
 

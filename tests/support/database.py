@@ -73,12 +73,10 @@ class SlotDatabase:
         return int(row[0])
 
     async def worker_sessions(self, waiting_on_gate: bool = False) -> int:
-        query = (
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'slot-expiration'"
-        )
+        query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'slot-expiration'"
         if waiting_on_gate:
             query += " AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
-        cursor = await self.conn.execute(query)  # type: ignore[arg-type]
+        cursor = await self.conn.execute(query)
         row = await cursor.fetchone()
         assert row is not None
         return int(row[0])

@@ -1,0 +1,203 @@
+"""The polling loop on a real PostgreSQL: skipped ticks, the budget, outages, the stop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+
+import psycopg
+import pytest
+
+from slot_expiration.domain import SlotStatus
+from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.loop import PollingLoop, StopSignal
+from slot_expiration.options import WorkerOptions, load_options
+from slot_expiration.store import StoreUnavailableError
+from slot_expiration.store.migrate import upgrade
+from slot_expiration.worker import build_loop
+from tests.support.database import SlotDatabase
+from tests.support.doubles import ManualTicker, RecordingHooks
+from tests.support.slots import past_slots
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+
+def worker_options(url: str, **overrides: float) -> WorkerOptions:
+    return load_options(database_url=url, batch_size=50, **overrides)
+
+
+class Harness:
+    """A loop driven by a manual ticker, running as a task the test can stop."""
+
+    def __init__(self, options: WorkerOptions) -> None:
+        self.ticker = ManualTicker()
+        self.hooks = RecordingHooks()
+        self.stop = StopSignal()
+        self.loop: PollingLoop = build_loop(options, self.hooks, self.ticker)
+        self.task: asyncio.Task[object] | None = None
+
+    async def tick_and_wait(self) -> None:
+        self.ticker.tick()
+        await self.hooks.next_outcome()
+
+
+@asynccontextmanager
+async def running(options: WorkerOptions) -> AsyncIterator[Harness]:
+    harness = Harness(options)
+    harness.task = asyncio.create_task(harness.loop.run(harness.stop))
+    try:
+        yield harness
+    finally:
+        harness.stop.request()
+        harness.stop.request()  # forced: never leave a cycle behind a failing test
+        await harness.task
+
+
+async def blocked_on_gate(db: SlotDatabase) -> None:
+    async def waiting() -> bool:
+        return await db.worker_sessions(waiting_on_gate=True) == 1
+
+    await eventually(waiting)
+
+
+async def no_worker_left(db: SlotDatabase) -> None:
+    async def gone() -> bool:
+        return await db.worker_sessions() == 0
+
+    await eventually(gone)
+    assert await db.worker_locks() == 0
+
+
+async def test_tick_during_a_running_cycle_is_skipped_not_queued(db: SlotDatabase) -> None:
+    await db.insert(past_slots(10))
+    await db.install_gate_trigger()
+    await db.close_gate()
+
+    async with running(worker_options(db.url)) as harness:
+        harness.ticker.tick()
+        await blocked_on_gate(db)
+        harness.ticker.tick()  # arrives while the first cycle is still running
+
+        async def skip_seen() -> bool:
+            return harness.hooks.skipped == 1
+
+        await eventually(skip_seen)
+        await db.open_gate()
+        await harness.hooks.next_outcome()
+
+        assert len(harness.hooks.started) == 1  # the skipped tick never ran later
+        assert harness.hooks.completed[0].expired_count == 10
+        assert harness.loop.stats.ticks_skipped == 1
+
+
+async def test_cycle_past_its_budget_is_rolled_back_and_its_locks_released(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(10))
+    await db.install_gate_trigger()
+    await db.close_gate()
+
+    async with running(worker_options(db.url, max_cycle_seconds=0.5)) as harness:
+        harness.ticker.tick()
+        await harness.hooks.next_outcome()
+        (error, budget_exceeded), *_ = harness.hooks.failed
+
+        assert budget_exceeded, error
+        assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
+        await no_worker_left(db)
+
+        await db.open_gate()
+        await harness.tick_and_wait()  # the backlog is picked up by the next cycle
+        assert harness.hooks.completed[0].expired_count == len(slots)
+
+
+async def test_lost_connection_fails_the_cycle_and_the_next_tick_retries(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(10))
+    await db.install_gate_trigger()
+    await db.close_gate()
+
+    async with running(worker_options(db.url)) as harness:
+        harness.ticker.tick()
+        await blocked_on_gate(db)
+        await db.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = 'slot-expiration'"
+        )
+        await harness.hooks.next_outcome()
+        assert isinstance(harness.hooks.failed[0][0], StoreUnavailableError)
+        assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
+
+        await db.open_gate()
+        await harness.tick_and_wait()
+        assert harness.hooks.completed[0].expired_count == len(slots)
+
+
+async def test_stop_during_a_cycle_lets_the_batch_commit_whole(db: SlotDatabase) -> None:
+    slots = await db.insert(past_slots(30))
+    await db.install_gate_trigger()
+    await db.close_gate()
+    harness = Harness(worker_options(db.url, shutdown_grace_seconds=60))
+    task = asyncio.create_task(harness.loop.run(harness.stop))
+
+    harness.ticker.tick()
+    await blocked_on_gate(db)
+    harness.stop.request()
+    await db.open_gate()
+    stats = await task
+
+    assert (stats.cycles_completed, stats.cycles_failed) == (1, 0)
+    assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
+    assert harness.hooks.completed[0].expired_count == len(slots)
+    assert harness.hooks.stopped
+    await no_worker_left(db)
+
+
+async def test_second_stop_request_rolls_the_batch_back_whole(db: SlotDatabase) -> None:
+    await db.insert(past_slots(30))
+    await db.install_gate_trigger()
+    await db.close_gate()
+    harness = Harness(worker_options(db.url, shutdown_grace_seconds=600))
+    task = asyncio.create_task(harness.loop.run(harness.stop))
+
+    harness.ticker.tick()
+    await blocked_on_gate(db)
+    harness.stop.request()
+    harness.stop.request()
+    stats = await task
+
+    assert (stats.cycles_completed, stats.cycles_failed) == (0, 1)
+    assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
+    await no_worker_left(db)
+    await db.open_gate()
+
+
+@pytest.fixture
+def own_server() -> Iterator[EmbeddedPostgres]:
+    """A server of this test's own, so it can be stopped without disturbing the others."""
+    with EmbeddedPostgres() as server:
+        upgrade(server.url)
+        yield server
+
+
+async def test_loop_recovers_after_the_database_went_away_and_came_back(
+    own_server: EmbeddedPostgres,
+) -> None:
+    async with SlotDatabase.open(own_server.url) as db:
+        slots = await db.insert(past_slots(20))
+
+    async with running(worker_options(own_server.url)) as harness:
+        own_server.stop()
+        await harness.tick_and_wait()
+        assert isinstance(harness.hooks.failed[0][0], StoreUnavailableError)
+
+        own_server.start()
+        await harness.tick_and_wait()
+        assert harness.hooks.completed[0].expired_count == len(slots)
+
+    with psycopg.connect(own_server.url) as conn:
+        row = conn.execute("SELECT count(*) FROM availability_slots WHERE status = 'Expired'")
+        assert row.fetchone() == (len(slots),)

@@ -1,0 +1,79 @@
+"""The migration creates the table contract exactly, and running it again is a no-op."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import psycopg
+import pytest
+
+from slot_expiration.store.migrate import head_revision, upgrade
+from tests.support.database import SlotDatabase
+from tests.support.slots import make_slot
+
+pytestmark = pytest.mark.integration
+
+CONTRACT = {
+    "id": ("uuid", "NO"),
+    "tenant_id": ("uuid", "NO"),
+    "consultant_id": ("uuid", "NO"),
+    "start_at": ("timestamp with time zone", "NO"),
+    "end_at": ("timestamp with time zone", "NO"),
+    "status": ("text", "NO"),
+    "version": ("integer", "NO"),
+    "created_at": ("timestamp with time zone", "NO"),
+    "updated_at": ("timestamp with time zone", "NO"),
+}
+
+
+def test_migrate_creates_the_schema_and_a_second_run_is_a_no_op(empty_database_url: str) -> None:
+    first = upgrade(empty_database_url)
+    second = upgrade(empty_database_url)
+
+    assert (first.before, first.after) == (None, head_revision())
+    assert not second.changed
+
+
+def test_table_has_exactly_the_contract_columns(database_url: str) -> None:
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+            "WHERE table_name = 'availability_slots'"
+        ).fetchall()
+        primary_key = conn.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a "
+            "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+            "WHERE i.indrelid = 'availability_slots'::regclass AND i.indisprimary"
+        ).fetchall()
+
+    assert {name: (kind, nullable) for name, kind, nullable in rows} == CONTRACT
+    assert primary_key == [("id",)]
+
+
+def test_status_start_index_covers_status_then_start_at(database_url: str) -> None:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_availability_slots_status_start'"
+        ).fetchone()
+
+    assert row is not None
+    assert row[0].endswith("USING btree (status, start_at)")
+
+
+@pytest.mark.parametrize("status", ["Available", "Booked", "Expired", "Archived"])
+async def test_the_four_statuses_are_accepted(db: SlotDatabase, status: str) -> None:
+    slot = make_slot(timedelta(minutes=1))
+    await db.conn.execute(
+        "INSERT INTO availability_slots VALUES (%s, %s, %s, %s, %s, %s, 1, now(), now())",
+        (slot.id, slot.tenant_id, slot.consultant_id, slot.start_at, slot.end_at, status),
+    )
+
+
+@pytest.mark.parametrize("status", ["available", "Cancelled", ""])
+async def test_any_other_status_is_rejected_by_the_check(db: SlotDatabase, status: str) -> None:
+    slot = make_slot(timedelta(minutes=1))
+    with pytest.raises(psycopg.errors.CheckViolation):
+        await db.conn.execute(
+            "INSERT INTO availability_slots VALUES (%s, %s, %s, %s, %s, %s, 1, now(), now())",
+            (slot.id, slot.tenant_id, slot.consultant_id, slot.start_at, slot.end_at, status),
+        )

@@ -1,0 +1,77 @@
+"""Properties of the selection over many generated layouts (Hypothesis, real PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from uuid import uuid4
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from slot_expiration.cycle import ExpiryCycle
+from slot_expiration.domain import Slot, SlotStatus
+from slot_expiration.store import SlotStore
+from tests.support.database import LIMITS, SlotDatabase, rows_locked
+from tests.support.slots import AS_OF, make_slot
+
+pytestmark = pytest.mark.integration
+
+# Few distinct minutes on purpose: ties on start_at must be handled exactly too.
+slot_specs = st.lists(
+    st.tuples(
+        st.integers(min_value=-6, max_value=3),  # start, minutes from AS_OF
+        st.sampled_from(list(SlotStatus)),
+        st.booleans(),  # held locked by another transaction
+    ),
+    max_size=25,
+)
+
+
+def expected_outcome(slots: list[tuple[Slot, bool]], batch_size: int) -> tuple[list[Slot], int]:
+    """The model: oldest (start_at, id) unlocked candidates; locked ones up to the last taken."""
+    candidates = sorted(
+        (pair for pair in slots if pair[0].status is SlotStatus.AVAILABLE
+         and pair[0].start_at <= AS_OF),
+        key=lambda pair: (pair[0].start_at, pair[0].id),
+    )  # fmt: skip
+    taken = [slot for slot, locked in candidates if not locked][:batch_size]
+    if len(taken) < batch_size:
+        return taken, sum(1 for _, locked in candidates if locked)
+    last = (taken[-1].start_at, taken[-1].id)
+    skipped = sum(1 for s, locked in candidates if locked and (s.start_at, s.id) <= last)
+    return taken, skipped
+
+
+@asynccontextmanager
+async def maybe_locked(url: str, slots: list[Slot]) -> AsyncIterator[None]:
+    if not slots:
+        yield
+        return
+    async with rows_locked(url, [s.id for s in slots]):
+        yield
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(specs=slot_specs, batch_size=st.integers(min_value=1, max_value=8))
+async def test_expires_exactly_the_oldest_unlocked_and_counts_skipped_exactly(
+    db: SlotDatabase, specs: list[tuple[int, SlotStatus, bool]], batch_size: int
+) -> None:
+    await db.execute("TRUNCATE availability_slots")
+    slots = [(make_slot(timedelta(minutes=m), status), locked) for m, status, locked in specs]
+    await db.insert(slot for slot, _ in slots)
+    cycle = ExpiryCycle(lambda: SlotStore.connect(db.url, LIMITS), batch_size)
+
+    async with maybe_locked(db.url, [slot for slot, locked in slots if locked]):
+        result = await cycle.run(uuid4(), AS_OF)
+
+    taken, skipped = expected_outcome(slots, batch_size)
+    assert [r.id for r in result.expired] == [s.id for s in taken]
+    assert result.skipped_locked_count == skipped
+    statuses = await db.statuses()
+    expired_now = {s.id for s, _ in slots if statuses[s.id] is not s.status}
+    assert expired_now == {s.id for s in taken}
