@@ -11,6 +11,6 @@ async def eventually(
 ) -> None:
     """Poll `condition` until it holds; the deadline only turns a hang into a failure."""
     async with asyncio.timeout(timeout_seconds):
-        while not await condition():
-            # Another session's state has no event to wait on: polling is the only way.
-            await asyncio.sleep(0.02)  # noqa: ASYNC110
+        # Another session's state has no event to wait on: polling is the only way.
+        while not await condition():  # noqa: ASYNC110
+            await asyncio.sleep(0.02)

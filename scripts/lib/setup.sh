@@ -1,0 +1,48 @@
+# Shared by scripts/demo and scripts/test: install what this project needs on a fresh
+# Debian machine (PostgreSQL server binaries, a virtual environment, the package).
+
+PG_PACKAGE="postgresql"
+
+have_postgres_binaries() {
+    [ -n "${SLOT_EXPIRATION_PG_BINDIR:-}" ] && [ -x "$SLOT_EXPIRATION_PG_BINDIR/initdb" ] && return 0
+    command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/initdb" ] && return 0
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
+}
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+        echo "setup: need root to run: $*" >&2; return 1
+    fi
+}
+
+ensure_postgres() {
+    if have_postgres_binaries && { [ "$(id -u)" -ne 0 ] || id postgres >/dev/null 2>&1; }; then
+        return 0
+    fi
+    echo "setup: installing PostgreSQL server binaries (apt-get install $PG_PACKAGE)" >&2
+    # Only the binaries are wanted: no cluster, no system service left running.
+    if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+        as_root mkdir -p /etc/postgresql-common
+        echo "create_main_cluster = false" | as_root tee /etc/postgresql-common/createcluster.conf >/dev/null
+    fi
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$PG_PACKAGE" >/dev/null
+}
+
+ensure_venv() {  # $1: what to install, e.g. "." or ".[dev]"
+    local python="${PYTHON:-python3}" stamp=".venv/.installed"
+    local want
+    want="$1 $(sha256sum < pyproject.toml | cut -c1-16)"
+    if [ ! -x .venv/bin/python ]; then
+        "$python" -m venv .venv 2>/dev/null || {
+            as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+            "$python" -m venv .venv
+        }
+    fi
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        echo "setup: installing the package into .venv ($1)" >&2
+        .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+        .venv/bin/python -m pip install -q -e "$1"
+        echo "$want" > "$stamp"
+    fi
+}
