@@ -20,7 +20,7 @@ import click
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
 from slot_expiration.demo import DemoPlan, run_demo
 from slot_expiration.embedded import EmbeddedPostgres, EmbeddedPostgresError
-from slot_expiration.loop import terminate_as_interrupt
+from slot_expiration.loop import CycleBudgetExceededError, terminate_as_interrupt
 from slot_expiration.options import (
     ENV_PREFIX,
     LogFormat,
@@ -32,7 +32,7 @@ from slot_expiration.options import (
 from slot_expiration.store import SlotStoreError, StoreUnavailableError
 from slot_expiration.store.migrate import upgrade
 from slot_expiration.telemetry import configure_logging
-from slot_expiration.worker import CycleBudgetExceededError, run_once, run_worker
+from slot_expiration.worker import run_once, run_worker
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])

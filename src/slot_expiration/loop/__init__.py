@@ -1,8 +1,12 @@
 """The polling loop around the cycle: ticks, budget, skipped ticks, signals."""
 
-from slot_expiration.loop.polling_loop import (
+from slot_expiration.loop.observed_cycle import (
     Cycle,
+    CycleBudgetExceededError,
     CycleCancelledError,
+    observed_cycle,
+)
+from slot_expiration.loop.polling_loop import (
     LoopStats,
     LoopTiming,
     PollingLoop,
@@ -13,6 +17,7 @@ from slot_expiration.loop.ticker import IntervalTicker, Ticker, wait_or_stop
 
 __all__ = [
     "Cycle",
+    "CycleBudgetExceededError",
     "CycleCancelledError",
     "IntervalTicker",
     "LoopStats",
@@ -20,6 +25,7 @@ __all__ = [
     "PollingLoop",
     "StopSignal",
     "Ticker",
+    "observed_cycle",
     "stop_on_signals",
     "terminate_as_interrupt",
     "utc_now",

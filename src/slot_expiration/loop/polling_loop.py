@@ -6,21 +6,11 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
-from uuid import UUID, uuid4
 
-from slot_expiration.cycle import CycleResult
+from slot_expiration.loop.observed_cycle import Cycle, observed_cycle
 from slot_expiration.loop.signals import StopSignal
 from slot_expiration.loop.ticker import Ticker
 from slot_expiration.telemetry import CycleHooks
-
-
-class Cycle(Protocol):
-    async def run(self, run_id: UUID, as_of: datetime) -> CycleResult: ...
-
-
-class CycleCancelledError(Exception):
-    """The cycle was abandoned at shutdown; its batch rolled back whole."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,26 +66,17 @@ class PollingLoop:
         self._in_flight = asyncio.create_task(self._guarded_cycle(), name="slot-expiration-cycle")
 
     async def _guarded_cycle(self) -> None:
-        run_id, as_of = uuid4(), self._now()
-        self._hooks.cycle_started(run_id, as_of)
-        budget = asyncio.timeout(self._timing.max_cycle_seconds)
         try:
-            async with budget:
-                result = await self._cycle.run(run_id, as_of)
+            await observed_cycle(
+                self._cycle, self._hooks, self._timing.max_cycle_seconds, self._now()
+            )
         except asyncio.CancelledError:
-            self._record_failure(run_id, CycleCancelledError("stopped during the cycle"))
+            self.stats.cycles_failed += 1
             raise
-        except Exception as exc:  # noqa: BLE001 - a failed cycle must never kill the loop
-            self._record_failure(run_id, exc, budget_exceeded=budget.expired())
+        except Exception:  # noqa: BLE001 - reported by observed_cycle; must never kill the loop
+            self.stats.cycles_failed += 1
             return
         self.stats.cycles_completed += 1
-        self._hooks.cycle_completed(result)
-
-    def _record_failure(
-        self, run_id: UUID, error: BaseException, *, budget_exceeded: bool = False
-    ) -> None:
-        self.stats.cycles_failed += 1
-        self._hooks.cycle_failed(run_id, error, budget_exceeded=budget_exceeded)
 
     async def _finish_in_flight(self, stop: StopSignal) -> None:
         """Give the cycle in flight a bounded grace to commit; past it, roll it back."""

@@ -1,7 +1,6 @@
 """The worker as the commands run it: options wired to store, cycle, loop and hooks."""
 
 from slot_expiration.worker.assembly import (
-    CycleBudgetExceededError,
     build_cycle,
     build_loop,
     check_ready,
@@ -12,7 +11,6 @@ from slot_expiration.worker.assembly import (
 )
 
 __all__ = [
-    "CycleBudgetExceededError",
     "build_cycle",
     "build_loop",
     "check_ready",

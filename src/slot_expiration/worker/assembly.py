@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from datetime import datetime
-from uuid import uuid4
 
 from slot_expiration.cycle import CycleResult, ExpiryCycle, StoreFactory
 from slot_expiration.loop import (
@@ -15,15 +13,12 @@ from slot_expiration.loop import (
     PollingLoop,
     StopSignal,
     Ticker,
+    observed_cycle,
     stop_on_signals,
 )
 from slot_expiration.options import WorkerOptions
 from slot_expiration.store import SchemaMissingError, SessionLimits, SlotStore
 from slot_expiration.telemetry import CycleHooks, FanOutHooks, LogHooks
-
-
-class CycleBudgetExceededError(RuntimeError):
-    """A single cycle (the `once` command) ran past its budget and was rolled back."""
 
 
 def session_limits(options: WorkerOptions) -> SessionLimits:
@@ -49,15 +44,14 @@ async def check_ready(options: WorkerOptions) -> None:
             )
 
 
-async def run_once(options: WorkerOptions, as_of: datetime) -> CycleResult:
+async def run_once(
+    options: WorkerOptions, as_of: datetime, hooks: CycleHooks | None = None
+) -> CycleResult:
+    """The `once` command: one cycle under the budget, logged like the loop's cycles."""
     await check_ready(options)
-    try:
-        async with asyncio.timeout(options.max_cycle_seconds):
-            return await build_cycle(options).run(uuid4(), as_of)
-    except TimeoutError:
-        raise CycleBudgetExceededError(
-            f"the cycle ran past its budget of {options.max_cycle_seconds:g} s and was rolled back"
-        ) from None
+    return await observed_cycle(
+        build_cycle(options), hooks or LogHooks(), options.max_cycle_seconds, as_of
+    )
 
 
 def build_loop(
