@@ -13,7 +13,6 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import click
 
@@ -28,6 +27,7 @@ from slot_expiration.options import (
     WorkerOptions,
     load_options,
     redact_url,
+    url_secrets,
 )
 from slot_expiration.store import SlotStoreError, StoreUnavailableError
 from slot_expiration.store.migrate import upgrade
@@ -184,9 +184,9 @@ def _guarded(action: Callable[[], T], options: WorkerOptions) -> T:
         return action()
     except StoreUnavailableError as exc:
         where = redact_url(url) if url else "the database"
-        fail(f"database unavailable ({where}): {exc}", ExitCode.FAILURE, _url_secrets(url))
+        fail(f"database unavailable ({where}): {exc}", ExitCode.FAILURE, url_secrets(url))
     except (SlotStoreError, CycleBudgetExceededError, EmbeddedPostgresError) as exc:
-        fail(str(exc), ExitCode.FAILURE, _url_secrets(url))
+        fail(str(exc), ExitCode.FAILURE, url_secrets(url))
 
 
 def _parse_as_of(value: str | None) -> datetime:
@@ -200,19 +200,11 @@ def _parse_as_of(value: str | None) -> datetime:
 
 
 def _env_secrets() -> list[str]:
-    return _url_secrets(os.environ.get(f"{ENV_PREFIX}DATABASE_URL", ""))
+    return url_secrets(os.environ.get(f"{ENV_PREFIX}DATABASE_URL", ""))
 
 
 def _argv_secrets() -> list[str]:
-    return [secret for arg in sys.argv if "://" in arg for secret in _url_secrets(arg)]
-
-
-def _url_secrets(url: str) -> list[str]:
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        return [url] if url else []
-    return [password] if password else []
+    return [secret for arg in sys.argv if "://" in arg for secret in url_secrets(arg)]
 
 
 def main() -> None:

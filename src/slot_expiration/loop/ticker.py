@@ -35,7 +35,10 @@ def next_tick_after(first_tick: float, interval: float, now: float) -> float:
     point of the grid rather than firing a burst of missed ticks.
     """
     elapsed = max(now - first_tick, 0.0)
-    return first_tick + (math.floor(elapsed / interval) + 1) * interval
+    tick = first_tick + (math.floor(elapsed / interval) + 1) * interval
+    # When `now` is itself a grid point, the float quotient can round down to
+    # the tick we are on; never return a tick that is not strictly later.
+    return tick if tick > now else tick + interval
 
 
 class IntervalTicker:

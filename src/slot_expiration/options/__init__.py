@@ -7,6 +7,15 @@ from slot_expiration.options.settings import (
     WorkerOptions,
     load_options,
     redact_url,
+    url_secrets,
 )
 
-__all__ = ["ENV_PREFIX", "LogFormat", "OptionsError", "WorkerOptions", "load_options", "redact_url"]
+__all__ = [
+    "ENV_PREFIX",
+    "LogFormat",
+    "OptionsError",
+    "WorkerOptions",
+    "load_options",
+    "redact_url",
+    "url_secrets",
+]

@@ -7,10 +7,19 @@ SLOT_EXPIRATION_* environment variables, flags winning.
 from __future__ import annotations
 
 import math
+import re
 from enum import StrEnum
 from typing import Annotated, Any
-from urllib.parse import SplitResult, urlsplit, urlunsplit
+from urllib.parse import (
+    parse_qsl,
+    unquote,
+    unquote_plus,
+    urlencode,
+    urlsplit,
+)
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -52,7 +61,10 @@ class WorkerOptions(BaseSettings):
         return self.database_url.get_secret_value()
 
     def with_database_url(self, url: str) -> WorkerOptions:
-        check_database_url(url)
+        try:
+            check_database_url(url)
+        except ValueError as exc:
+            raise OptionsError(f"database_url: {exc}") from None
         return self.model_copy(update={"database_url": SecretStr(url)})
 
     @property
@@ -61,29 +73,49 @@ class WorkerOptions(BaseSettings):
 
 
 def check_database_url(url: str) -> None:
-    """Reject what psycopg could not use, with a message that never echoes the URL."""
+    """Reject what psycopg could not use, with a message that never echoes the URL.
+
+    libpq parses the URL itself (multi-host lists and query parameters included);
+    only its verdict is kept, since its messages quote pieces of the input.
+    """
+    if urlsplit(url).scheme not in _URL_SCHEMES:
+        raise ValueError("must be a postgresql:// URL")
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        raise ValueError("not a valid PostgreSQL URL") from None
+    for port in str(parts.get("port") or "").split(","):
+        if port and not (port.isdigit() and 0 < int(port) < 65_536):
+            raise ValueError("port must be a number from 1 to 65535")
+
+
+def url_secrets(url: str) -> list[str]:
+    """Every password a URL carries (userinfo or ?password=), raw and decoded."""
     try:
         parts = urlsplit(url)
-        port = parts.port
+        password = parts.password
     except ValueError:
-        raise ValueError("not a valid URL (bad port or brackets)") from None
-    if parts.scheme not in _URL_SCHEMES:
-        raise ValueError("must be a postgresql:// URL")
-    if port == 0:
-        raise ValueError("port 0 is not a port")
+        return [url] if url else []
+    candidates = [password, unquote(password)] if password else []
+    for raw in re.findall(r"(?:^|&)password=([^&]*)", parts.query):
+        candidates += [raw, unquote_plus(raw)]
+    return [secret for secret in dict.fromkeys(candidates) if secret]
 
 
 def redact_url(url: str) -> str:
-    """The URL with its password replaced, fit for logs and error lines."""
+    """The URL with every password replaced, fit for logs and error lines."""
+    if not url_secrets(url):
+        return url
     try:
         parts = urlsplit(url)
     except ValueError:
         return "<invalid URL>"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(SplitResult(parts.scheme, f"{user}:***@{netloc}", *parts[2:]))
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    query = urlencode([(k, "***" if k == "password" else v) for k, v in pairs], safe="*")
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 def load_options(**given: Any) -> WorkerOptions:

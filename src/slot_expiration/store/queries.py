@@ -11,7 +11,8 @@ from functools import cache
 from importlib.resources import files
 from typing import LiteralString
 
-_NAME_LINE = re.compile(r"^-- name: (?P<name>[a-z_]+)\s*$", re.MULTILINE)
+_NAME_LINE = re.compile(r"^-- name:(?P<name>.*)$", re.MULTILINE)
+_VALID_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def parse_queries(text: str) -> dict[str, LiteralString]:
@@ -19,7 +20,10 @@ def parse_queries(text: str) -> dict[str, LiteralString]:
     parts = _NAME_LINE.split(text)
     queries: dict[str, LiteralString] = {}
     # parts = [preamble, name1, body1, name2, body2, ...]
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+    for raw_name, body in zip(parts[1::2], parts[2::2], strict=True):
+        name = raw_name.strip()
+        if not _VALID_NAME.fullmatch(name):
+            raise ValueError(f"bad statement name {name!r} in queries.sql")
         lines = [line for line in body.splitlines() if not line.lstrip().startswith("--")]
         statement = "\n".join(lines).strip()
         if name in queries:

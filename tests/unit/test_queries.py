@@ -1,0 +1,86 @@
+"""The named statements of queries.sql: all loaded, none empty, names checked."""
+
+from __future__ import annotations
+
+import re
+from importlib.resources import files
+
+import pytest
+
+from slot_expiration.store.queries import load_queries, parse_queries, query
+
+USED_BY_SLOT_STORE = (
+    "expire_batch",
+    "lock_batch",
+    "expire_slot",
+    "insert_slot",
+    "count_by_status",
+    "count_backlog",
+    "schema_ready",
+)
+
+
+def _names_declared_in_the_file() -> list[str]:
+    text = files("slot_expiration.store").joinpath("queries.sql").read_text(encoding="utf-8")
+    return re.findall(r"^--\s*name:\s*(\S+)", text, flags=re.MULTILINE)
+
+
+def test_every_statement_named_in_queries_sql_is_loaded() -> None:
+    declared = _names_declared_in_the_file()
+
+    assert declared, "queries.sql declares no statement"
+    assert sorted(load_queries()) == sorted(declared)
+
+
+@pytest.mark.parametrize("name", sorted(load_queries()))
+def test_every_loaded_statement_is_non_empty_sql_without_comment_lines(name: str) -> None:
+    statement = load_queries()[name]
+
+    assert statement.strip()
+    assert not any(line.lstrip().startswith("--") for line in statement.splitlines())
+    assert "-- name:" not in statement
+
+
+@pytest.mark.parametrize("name", USED_BY_SLOT_STORE)
+def test_every_statement_the_slot_store_uses_exists(name: str) -> None:
+    assert query(name).strip()
+
+
+def test_query_of_an_unknown_name_raises_key_error_naming_it() -> None:
+    with pytest.raises(KeyError, match="no_such_statement"):
+        query("no_such_statement")
+
+
+def test_parse_queries_splits_the_text_into_named_statements() -> None:
+    text = "-- preamble\n\n-- name: first\nSELECT 1;\n\n-- name: second\nSELECT 2;\n"
+
+    assert parse_queries(text) == {"first": "SELECT 1;", "second": "SELECT 2;"}
+
+
+def test_parse_queries_ignores_the_preamble_before_the_first_name() -> None:
+    text = "SELECT 'not a statement';\n-- name: only\nSELECT 1;\n"
+
+    assert parse_queries(text) == {"only": "SELECT 1;"}
+
+
+def test_parse_queries_strips_comment_lines_but_keeps_the_sql_around_them() -> None:
+    text = (
+        "-- name: commented\n"
+        "-- what this does\n"
+        "SELECT id\n"
+        "    -- an indented comment\n"
+        "FROM availability_slots;\n"
+    )
+
+    assert parse_queries(text) == {"commented": "SELECT id\nFROM availability_slots;"}
+
+
+def test_parse_queries_rejects_a_name_defined_twice() -> None:
+    text = "-- name: twice\nSELECT 1;\n-- name: other\nSELECT 2;\n-- name: twice\nSELECT 3;\n"
+
+    with pytest.raises(ValueError, match="twice"):
+        parse_queries(text)
+
+
+def test_parse_queries_of_a_text_without_names_is_empty() -> None:
+    assert parse_queries("-- nothing here\nSELECT 1;\n") == {}

@@ -1,0 +1,41 @@
+"""The stop signal: the first request asks for a graceful stop, the second forces it."""
+
+from __future__ import annotations
+
+from slot_expiration.loop import StopSignal
+
+
+async def test_a_new_stop_signal_is_neither_requested_nor_forced() -> None:
+    stop = StopSignal()
+
+    assert not stop.requested.is_set()
+    assert not stop.forced.is_set()
+
+
+async def test_the_first_request_sets_requested_only() -> None:
+    stop = StopSignal()
+
+    stop.request()
+
+    assert stop.requested.is_set()
+    assert not stop.forced.is_set()
+
+
+async def test_the_second_request_sets_forced() -> None:
+    stop = StopSignal()
+
+    stop.request()
+    stop.request()
+
+    assert stop.requested.is_set()
+    assert stop.forced.is_set()
+
+
+async def test_further_requests_keep_both_set() -> None:
+    stop = StopSignal()
+
+    for _ in range(3):
+        stop.request()
+
+    assert stop.requested.is_set()
+    assert stop.forced.is_set()
