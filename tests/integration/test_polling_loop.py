@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import psycopg
 import pytest
@@ -24,7 +25,7 @@ from tests.support.waiting import eventually
 pytestmark = pytest.mark.integration
 
 
-def worker_options(url: str, **overrides: float) -> WorkerOptions:
+def worker_options(url: str, **overrides: Any) -> WorkerOptions:
     return load_options(database_url=url, batch_size=50, **overrides)
 
 

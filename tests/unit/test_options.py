@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -33,7 +34,7 @@ def _no_worker_environment() -> Iterator[None]:
         yield
 
 
-def _options_error(**given: object) -> OptionsError:
+def _options_error(**given: Any) -> OptionsError:
     with pytest.raises(OptionsError) as caught:
         load_options(**given)
     return caught.value
@@ -121,7 +122,7 @@ def test_an_out_of_range_environment_value_is_rejected_naming_the_variable(
 
     message = str(_options_error())
 
-    assert "batch_size" in message
+    assert "--batch-size" in message
     assert "SLOT_EXPIRATION_BATCH_SIZE" in message
 
 
@@ -147,28 +148,28 @@ def test_batch_size_from_1_to_10000_is_accepted(batch_size: int) -> None:
 def test_batch_size_above_10000_is_rejected_naming_the_option() -> None:
     message = str(_options_error(batch_size=10_001))
 
-    assert "batch_size" in message
+    assert "--batch-size" in message
     assert "SLOT_EXPIRATION_BATCH_SIZE" in message
 
 
 @pytest.mark.parametrize("batch_size", [0, -1])
 def test_batch_size_below_1_is_rejected_naming_the_option(batch_size: int) -> None:
-    assert "batch_size" in str(_options_error(batch_size=batch_size))
+    assert "--batch-size" in str(_options_error(batch_size=batch_size))
 
 
 @pytest.mark.parametrize("option", ["interval_seconds", "max_cycle_seconds"])
 @pytest.mark.parametrize("value", [0, -0.5, float("nan"), float("inf")])
 def test_interval_and_cycle_budget_must_be_positive_and_finite(option: str, value: float) -> None:
-    assert option in str(_options_error(**{option: value}))
+    assert "--" + option.replace("_", "-") in str(_options_error(**{option: value}))
 
 
 def test_a_zero_shutdown_grace_is_accepted_and_a_negative_one_rejected() -> None:
     assert load_options(shutdown_grace_seconds=0).shutdown_grace_seconds == 0.0
-    assert "shutdown_grace_seconds" in str(_options_error(shutdown_grace_seconds=-1))
+    assert "--shutdown-grace-seconds" in str(_options_error(shutdown_grace_seconds=-1))
 
 
 def test_an_unknown_log_format_is_rejected_naming_the_option() -> None:
-    assert "log_format" in str(_options_error(log_format="xml"))
+    assert "--log-format" in str(_options_error(log_format="xml"))
 
 
 def test_an_unknown_option_is_rejected() -> None:
@@ -178,8 +179,8 @@ def test_an_unknown_option_is_rejected() -> None:
 def test_several_bad_options_are_all_named_in_one_error() -> None:
     message = str(_options_error(batch_size=0, interval_seconds=0))
 
-    assert "batch_size" in message
-    assert "interval_seconds" in message
+    assert "--batch-size" in message
+    assert "--interval-seconds" in message
 
 
 @given(st.integers(min_value=1, max_value=10_000))
@@ -189,7 +190,7 @@ def test_any_batch_size_in_range_is_accepted(batch_size: int) -> None:
 
 @given(st.integers(max_value=0) | st.integers(min_value=10_001))
 def test_any_batch_size_out_of_range_is_rejected_naming_the_option(batch_size: int) -> None:
-    assert "batch_size" in str(_options_error(batch_size=batch_size))
+    assert "--batch-size" in str(_options_error(batch_size=batch_size))
 
 
 # -- the database URL -----------------------------------------------------------------------
@@ -222,7 +223,7 @@ def test_a_url_that_is_not_postgresql_is_rejected_without_echoing_the_password(
 ) -> None:
     error = _options_error(database_url=url)
 
-    assert "database_url" in str(error)
+    assert "--database-url" in str(error)
     assert "postgresql://" in str(error)
     assert PASSWORD not in _everything_shown(error)
 
@@ -239,7 +240,7 @@ def test_a_url_that_is_not_postgresql_is_rejected_without_echoing_the_password(
 def test_an_invalid_postgresql_url_is_rejected_without_echoing_the_password(url: str) -> None:
     error = _options_error(database_url=url)
 
-    assert "database_url" in str(error)
+    assert "--database-url" in str(error)
     assert PASSWORD not in _everything_shown(error)
 
 

@@ -29,7 +29,7 @@ from slot_expiration.options import (
     redact_url,
     url_secrets,
 )
-from slot_expiration.store import SlotStoreError, StoreUnavailableError
+from slot_expiration.store import SlotStoreError, StoreConnectError, StoreUnavailableError
 from slot_expiration.store.migrate import upgrade
 from slot_expiration.telemetry import configure_logging
 from slot_expiration.worker import run_once, run_worker
@@ -49,9 +49,7 @@ def _env_option(name: str, help_text: str, value_type: Any = str) -> Callable[[F
     return click.option(flag, name, type=value_type, envvar=env, show_envvar=True, help=help_text)
 
 
-database_url_option = _env_option(
-    "database_url", "PostgreSQL URL, e.g. postgresql://user:password@host:5432/calendar."
-)
+database_url_option = _env_option("database_url", "PostgreSQL URL: postgresql://user@host/db")
 batch_size_option = _env_option("batch_size", "Rows per cycle, 1..10000. [default: 500]", int)
 max_cycle_option = _env_option(
     "max_cycle_seconds", "Budget of one cycle; past it the batch is rolled back. [default: 30]",
@@ -144,7 +142,9 @@ def run(**given: Any) -> None:
               help="Stop after this many cycles (or once the backlog is gone).")  # fmt: skip
 def demo(database_url: str | None, interval_seconds: float, max_cycles: int) -> None:
     """Start a private PostgreSQL, seed demo slots, run the worker a few cycles, show counts."""
-    options = _options(database_url=database_url, interval_seconds=interval_seconds)
+    options = _options(
+        environment=False, database_url=database_url, interval_seconds=interval_seconds
+    )
     configure_logging(LogFormat.CONSOLE, level=logging.WARNING)
     plan = DemoPlan(max_cycles=max_cycles)
     if options.database_url is not None:
@@ -182,9 +182,13 @@ def _guarded(action: Callable[[], T], options: WorkerOptions) -> T:
     url = options.database_url.get_secret_value() if options.database_url else ""
     try:
         return action()
-    except StoreUnavailableError as exc:
+    except StoreConnectError as exc:
         where = redact_url(url) if url else "the database"
-        fail(f"database unavailable ({where}): {exc}", ExitCode.FAILURE, url_secrets(url))
+        fail(f"cannot connect to the database ({where}): {exc}", ExitCode.FAILURE, url_secrets(url))
+    except StoreUnavailableError as exc:
+        fail(f"database error: {exc}", ExitCode.FAILURE, url_secrets(url))
+    except asyncio.CancelledError:
+        fail("interrupted: the cycle was rolled back", ExitCode.INTERRUPTED)
     except (SlotStoreError, CycleBudgetExceededError, EmbeddedPostgresError) as exc:
         fail(str(exc), ExitCode.FAILURE, url_secrets(url))
 
@@ -218,5 +222,5 @@ def main() -> None:
         fail(exc.format_message(), ExitCode.USAGE, _env_secrets() + _argv_secrets())
     except (click.exceptions.Abort, KeyboardInterrupt):
         print(f"{PROGRAM}: interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
+        raise SystemExit(ExitCode.INTERRUPTED) from None
     raise SystemExit(code if isinstance(code, int) else ExitCode.OK)

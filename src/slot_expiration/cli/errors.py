@@ -12,6 +12,7 @@ class ExitCode:
     OK = 0
     FAILURE = 1  # the command ran but could not do its job (database down, budget exceeded)
     USAGE = 2  # the command line or the options are wrong; nothing was attempted
+    INTERRUPTED = 130  # stopped by SIGINT/SIGTERM before it finished; nothing half-done
 
 
 def scrub(message: str, secrets: list[str]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -81,7 +82,18 @@ class EmbeddedPostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
     def start(self) -> Self:
-        """Run the server as our child (so we reap it) and wait until it accepts connections."""
+        """Run the server as our child (so we reap it) and wait until it accepts connections.
+
+        Interrupted or failed half-way (Ctrl-C during initdb, say), it leaves
+        neither a server nor its data folder behind.
+        """
+        try:
+            return self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self) -> Self:
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
         argv = self._as_server_account(
@@ -100,8 +112,14 @@ class EmbeddedPostgres:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
-        self._pg_ctl("stop", "-w", "-t", "60", "-m", mode)
-        process.wait(timeout=60)
+        try:
+            self._pg_ctl("stop", "-w", "-t", "60", "-m", mode)
+            process.wait(timeout=60)
+        except (EmbeddedPostgresError, subprocess.TimeoutExpired):
+            # Not up far enough for pg_ctl (no pid file yet): end the whole
+            # process group, which holds the server and nothing else.
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=60)
 
     @property
     def running(self) -> bool:

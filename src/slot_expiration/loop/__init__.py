@@ -12,7 +12,12 @@ from slot_expiration.loop.polling_loop import (
     PollingLoop,
     utc_now,
 )
-from slot_expiration.loop.signals import StopSignal, stop_on_signals, terminate_as_interrupt
+from slot_expiration.loop.signals import (
+    StopSignal,
+    cancel_on_signals,
+    stop_on_signals,
+    terminate_as_interrupt,
+)
 from slot_expiration.loop.ticker import IntervalTicker, Ticker, wait_or_stop
 
 __all__ = [
@@ -25,6 +30,7 @@ __all__ = [
     "PollingLoop",
     "StopSignal",
     "Ticker",
+    "cancel_on_signals",
     "observed_cycle",
     "stop_on_signals",
     "terminate_as_interrupt",

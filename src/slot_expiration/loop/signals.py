@@ -54,3 +54,21 @@ def terminate_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def cancel_on_signals() -> Iterator[None]:
+    """For a single cycle (`once`): SIGTERM/SIGINT cancel it, so its batch rolls back
+    at once and its row locks are released, instead of the process dying mid-query."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None, "cancel_on_signals needs a running task"
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, handler)

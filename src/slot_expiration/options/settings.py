@@ -21,7 +21,7 @@ from urllib.parse import (
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "SLOT_EXPIRATION_"
 _URL_SCHEMES = ("postgresql", "postgres")
@@ -118,20 +118,41 @@ def redact_url(url: str) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
-def load_options(**given: Any) -> WorkerOptions:
-    """Build the options from flags (None = not given) and the environment."""
+class FlagsOnlyOptions(WorkerOptions):
+    """The same options, from flags alone: for the demo, which must never pick up
+    the SLOT_EXPIRATION_* environment of a real deployment."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
+def load_options(*, environment: bool = True, **given: Any) -> WorkerOptions:
+    """Build the options from flags (None = not given) and, unless told not to, the
+    environment."""
     flags = {name: value for name, value in given.items() if value is not None}
+    model = WorkerOptions if environment else FlagsOnlyOptions
     try:
-        return WorkerOptions(**flags)
+        return model(**flags)
     except ValidationError as exc:
-        raise OptionsError(_describe(exc)) from None
+        raise OptionsError(_describe(exc, environment)) from None
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, environment: bool) -> str:
     # pydantic's own rendering repeats the input value: a password could leak.
     problems = []
     for error in exc.errors(include_input=False, include_url=False):
         field = ".".join(str(part) for part in error["loc"]) or "options"
         message = str(error["msg"]).removeprefix("Value error, ")
-        problems.append(f"{field} ({ENV_PREFIX}{field.upper()}): {message}")
+        source = "--" + field.replace("_", "-")
+        if environment:
+            source += f" / {ENV_PREFIX}{field.upper()}"
+        problems.append(f"{source}: {message}")
     return "; ".join(problems)

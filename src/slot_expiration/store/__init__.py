@@ -4,6 +4,7 @@ from slot_expiration.store.errors import (
     RowRejectedError,
     SchemaMissingError,
     SlotStoreError,
+    StoreConnectError,
     StoreUnavailableError,
 )
 from slot_expiration.store.slot_store import LockedBatch, SessionLimits, SlotStore
@@ -15,5 +16,6 @@ __all__ = [
     "SessionLimits",
     "SlotStore",
     "SlotStoreError",
+    "StoreConnectError",
     "StoreUnavailableError",
 ]

@@ -25,6 +25,10 @@ class StoreUnavailableError(SlotStoreError):
     """
 
 
+class StoreConnectError(StoreUnavailableError):
+    """No session could be opened: server down, wrong host or port, login refused."""
+
+
 class SchemaMissingError(SlotStoreError):
     """The database answers but `availability_slots` does not exist yet."""
 

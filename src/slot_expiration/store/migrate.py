@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import psycopg
 import sqlalchemy.exc
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine
+from sqlalchemy import Engine, create_engine
 from sqlalchemy.pool import NullPool
 
-from slot_expiration.store.errors import StoreUnavailableError, first_line
+from slot_expiration.store.errors import StoreConnectError, StoreUnavailableError, first_line
 
 _SCRIPT_LOCATION = "slot_expiration.store:migrations"
 
@@ -27,14 +28,6 @@ class MigrationOutcome:
         return self.before != self.after
 
 
-def sqlalchemy_url(database_url: str) -> str:
-    """The same database, addressed through SQLAlchemy's psycopg 3 dialect."""
-    scheme, sep, rest = database_url.partition("://")
-    if not sep or scheme not in ("postgresql", "postgres"):
-        raise ValueError("database URL must start with postgresql://")
-    return f"postgresql+psycopg://{rest}"
-
-
 def _config(database_url: str) -> Config:
     config = Config()
     config.set_main_option("script_location", _SCRIPT_LOCATION)
@@ -46,8 +39,22 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(_config("postgresql://unused")).get_current_head()
 
 
+def engine_for(database_url: str) -> Engine:
+    """A SQLAlchemy engine whose connections psycopg opens from our URL as it is.
+
+    SQLAlchemy's own URL parser knows fewer forms than libpq (multi-host lists,
+    an empty port with ?port=); letting psycopg connect accepts every URL the
+    worker itself accepts.
+    """
+    return create_engine(
+        "postgresql+psycopg://",
+        creator=lambda: psycopg.connect(database_url),
+        poolclass=NullPool,
+    )
+
+
 def current_revision(database_url: str) -> str | None:
-    engine = create_engine(sqlalchemy_url(database_url), poolclass=NullPool)
+    engine = engine_for(database_url)
     try:
         with engine.connect() as connection:
             return MigrationContext.configure(connection).get_current_revision()
@@ -58,9 +65,15 @@ def current_revision(database_url: str) -> str | None:
 def upgrade(database_url: str) -> MigrationOutcome:
     """Bring the schema to the newest revision; a no-op when it is already there."""
     try:
+        psycopg.connect(database_url).close()
+    except psycopg.Error as exc:
+        raise StoreConnectError(first_line(exc)) from exc
+    try:
         before = current_revision(database_url)
         command.upgrade(_config(database_url), "head")
         return MigrationOutcome(before=before, after=current_revision(database_url))
     except sqlalchemy.exc.DBAPIError as exc:
         cause = exc.orig if exc.orig is not None else exc
         raise StoreUnavailableError(first_line(cause)) from exc
+    except psycopg.Error as exc:
+        raise StoreUnavailableError(first_line(exc)) from exc

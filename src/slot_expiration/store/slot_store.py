@@ -20,7 +20,7 @@ from slot_expiration.domain import Slot, SlotRef, SlotStatus
 from slot_expiration.store.errors import (
     RowRejectedError,
     SlotStoreError,
-    StoreUnavailableError,
+    StoreConnectError,
     first_line,
     translate,
 )
@@ -90,7 +90,7 @@ class SlotStore:
                 options=limits.options(),
             )
         except psycopg.Error as exc:
-            raise StoreUnavailableError(first_line(exc)) from exc
+            raise StoreConnectError(first_line(exc)) from exc
         try:
             yield cls(conn)
         finally:

@@ -13,6 +13,7 @@ from slot_expiration.loop import (
     PollingLoop,
     StopSignal,
     Ticker,
+    cancel_on_signals,
     observed_cycle,
     stop_on_signals,
 )
@@ -49,9 +50,10 @@ async def run_once(
 ) -> CycleResult:
     """The `once` command: one cycle under the budget, logged like the loop's cycles."""
     await check_ready(options)
-    return await observed_cycle(
-        build_cycle(options), hooks or LogHooks(), options.max_cycle_seconds, as_of
-    )
+    with cancel_on_signals():
+        return await observed_cycle(
+            build_cycle(options), hooks or LogHooks(), options.max_cycle_seconds, as_of
+        )
 
 
 def build_loop(

@@ -1,17 +1,14 @@
 """Alembic environment: runs the migrations on the URL the caller put in the config."""
 
 from alembic import context
-from sqlalchemy import create_engine
-from sqlalchemy.pool import NullPool
 
-from slot_expiration.store.migrate import sqlalchemy_url
+from slot_expiration.store.migrate import engine_for
 
 
 def run_migrations_online() -> None:
     # The URL travels in attributes, not in the ini options, so a '%' in a
     # password is never taken for ConfigParser interpolation.
-    url = sqlalchemy_url(context.config.attributes["database_url"])
-    engine = create_engine(url, poolclass=NullPool)
+    engine = engine_for(context.config.attributes["database_url"])
     with engine.connect() as connection:
         context.configure(connection=connection, transaction_per_migration=True)
         with context.begin_transaction():

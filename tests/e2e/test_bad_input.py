@@ -1,0 +1,241 @@
+"""Everything a user can get wrong: one line on stderr, the right exit status, no writes.
+
+Usage and option errors exit 2 (nothing was attempted); a database that
+cannot be used exits 1 (see slot_expiration/cli/errors.py). Every URL carries
+a password, and no output may ever show it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from uuid import uuid4
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.store.queries import query
+from tests.conftest import TEMPLATE
+from tests.e2e.command import PASSWORD, public_relations, run_command, with_password
+from tests.support.database import SlotDatabase
+from tests.support.slots import AS_OF, past_slots
+
+pytestmark = pytest.mark.e2e
+
+USAGE, FAILURE = 2, 1
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """The URLs a case can point at, all with a password."""
+
+    seeded: str  # a migrated database with slots that any cycle would expire
+    empty: str  # a database without the schema ("" unless the case asks for one)
+    server: EmbeddedPostgres
+    closed_port: int
+
+    def on_server(self, database: str) -> str:
+        return with_password(self.server.url_for(database))
+
+    def as_role(self, role: str) -> str:
+        return with_password(self.seeded, user=role)
+
+    def unreachable(self) -> str:
+        return f"postgresql://postgres:{PASSWORD}@127.0.0.1:{self.closed_port}/calendar"
+
+
+Build = Callable[[Targets], list[str]]
+
+
+def _no_env(targets: Targets) -> dict[str, str]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    id: str
+    args: Build
+    code: int
+    says: str  # a regular expression the error line must match
+    env: Callable[[Targets], dict[str, str]] = field(default=_no_env)
+    needs_empty_database: bool = False
+
+
+def once(*extra: str) -> Build:
+    return lambda t: ["once", "--database-url", t.seeded, "--as-of", AS_OF.isoformat(), *extra]
+
+
+CASES = [
+    Case("no-url", lambda t: ["once"], USAGE, r"no database URL.*SLOT_EXPIRATION_DATABASE_URL"),
+    Case(
+        "wrong-scheme",
+        lambda t: ["once", "--database-url", t.seeded.replace("postgresql://", "mysql://")],
+        USAGE,
+        r"postgresql://",
+    ),
+    Case(
+        "wrong-scheme-in-env",
+        lambda t: ["run"],
+        USAGE,
+        r"postgresql://",
+        env=lambda t: {"SLOT_EXPIRATION_DATABASE_URL": t.seeded.replace("postgresql", "http")},
+    ),
+    Case(
+        "port-out-of-range",
+        lambda t: ["once", "--database-url", t.unreachable().replace(str(t.closed_port), "99999")],
+        USAGE,
+        r"port",
+    ),
+    Case("batch-size-0", once("--batch-size", "0"), USAGE, r"(?i)batch[-_]size"),
+    Case("batch-size-10001", once("--batch-size", "10001"), USAGE, r"(?i)batch[-_]size"),
+    Case("batch-size-abc", once("--batch-size", "abc"), USAGE, r"(?i)batch[-_]size"),
+    Case(
+        "batch-size-abc-in-env",
+        lambda t: ["once"],
+        USAGE,
+        r"SLOT_EXPIRATION_BATCH_SIZE",
+        env=lambda t: {
+            "SLOT_EXPIRATION_DATABASE_URL": t.seeded,
+            "SLOT_EXPIRATION_BATCH_SIZE": "abc",
+        },
+    ),
+    Case("as-of-garbage", once("--as-of", "garbage"), USAGE, r"--as-of"),
+    Case(
+        "run-interval-negative",
+        lambda t: ["run", "--database-url", t.seeded, "--interval-seconds", "-1"],
+        USAGE,
+        r"(?i)interval",
+    ),
+    Case(
+        "unknown-command",
+        lambda t: ["frobnicate", "--database-url", t.seeded],
+        USAGE,
+        r"frobnicate",
+    ),
+    Case("unknown-option", once("--frobnicate"), USAGE, r"--frobnicate"),
+    Case(
+        "unreachable",
+        lambda t: ["once", "--database-url", t.unreachable()],
+        FAILURE,
+        r"cannot connect to the database",
+    ),
+    Case(
+        # libpq takes the password from the query string as well as from the userinfo.
+        "password-in-query-string",
+        lambda t: [
+            "once",
+            "--database-url",
+            f"postgresql://postgres@127.0.0.1:{t.closed_port}/calendar?password={PASSWORD}",
+        ],
+        FAILURE,
+        r"cannot connect to the database",
+    ),
+    Case(
+        # libpq accepts an empty port and a port parameter (`once` does, see the error).
+        "migrate-empty-port",
+        lambda t: [
+            "migrate",
+            "--database-url",
+            f"postgresql://postgres:{PASSWORD}@127.0.0.1:/calendar?port={t.closed_port}",
+        ],
+        FAILURE,
+        r"cannot connect to the database",
+    ),
+    Case(
+        # A libpq multi-host (failover) URL, which the options accept: both hosts are down.
+        "migrate-multi-host-url",
+        lambda t: [
+            "migrate",
+            "--database-url",
+            f"postgresql://postgres:{PASSWORD}@127.0.0.1:{t.closed_port},"
+            f"127.0.0.1:{t.closed_port}/calendar",
+        ],
+        FAILURE,
+        r"cannot connect to the database",
+    ),
+    Case(
+        "unknown-database",
+        lambda t: ["once", "--database-url", t.on_server("no_such_db")],
+        FAILURE,
+        r"no_such_db",
+    ),
+    Case(
+        "unknown-role",
+        lambda t: ["once", "--database-url", t.as_role("no_such_role")],
+        FAILURE,
+        r"no_such_role",
+    ),
+    Case(
+        "migrate-unknown-role",
+        lambda t: ["migrate", "--database-url", t.as_role("no_such_role")],
+        FAILURE,
+        r"no_such_role",
+    ),
+    Case(
+        "once-without-schema",
+        lambda t: ["once", "--database-url", t.empty],
+        FAILURE,
+        r"slot-expiration migrate",
+        needs_empty_database=True,
+    ),
+    Case(
+        "run-without-schema",
+        lambda t: ["run", "--database-url", t.empty, "--interval-seconds", "0.1"],
+        FAILURE,
+        r"slot-expiration migrate",
+        needs_empty_database=True,
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def seeded_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
+    """One seeded database for the whole table: no case may change a row of it."""
+    name = f"bad_input_{uuid4().hex[:12]}"
+    with psycopg.connect(pg_server.url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(TEMPLATE)
+            )
+        )
+    url = pg_server.url_for(name)
+    with psycopg.connect(url) as conn, conn.cursor() as cursor:
+        params = [asdict(slot) | {"status": slot.status.value} for slot in past_slots(5)]
+        cursor.executemany(query("insert_slot"), params)
+    yield with_password(url)
+    with psycopg.connect(pg_server.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+async def test_bad_input_fails_with_one_line_and_writes_nothing(
+    case: Case,
+    request: pytest.FixtureRequest,
+    pg_server: EmbeddedPostgres,
+    seeded_url: str,
+    closed_port: int,
+) -> None:
+    empty = ""
+    if case.needs_empty_database:
+        empty = with_password(request.getfixturevalue("empty_database_url"))
+    targets = Targets(seeded=seeded_url, empty=empty, server=pg_server, closed_port=closed_port)
+    async with SlotDatabase.open(seeded_url) as db:
+        before = await db.rows()
+        assert len(before) == 5
+
+        done = await run_command(*case.args(targets), env=case.env(targets))
+
+        assert done.returncode == case.code, done.describe()
+        assert done.stdout == "", done.describe()
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1, done.describe()
+        assert lines[0].startswith("slot-expiration: error: "), done.describe()
+        assert "Traceback" not in done.stderr
+        assert re.search(case.says, lines[0]), done.describe()
+        assert PASSWORD not in done.stderr, done.describe()
+        assert await db.rows() == before
+    if empty:
+        assert await public_relations(empty) == set()

@@ -1,0 +1,192 @@
+"""`slot-expiration once`: one cycle, its report on stdout, its writes in the database."""
+
+from __future__ import annotations
+
+import json
+import signal
+from datetime import timedelta
+
+import pytest
+
+from slot_expiration.domain import SlotStatus
+from tests.e2e.command import event_names, eventually, parse_log_lines, run_command, started
+from tests.support.database import SlotDatabase
+from tests.support.slots import AS_OF, make_slot, past_slots
+
+pytestmark = pytest.mark.e2e
+
+SCRIPTED_KEYS = {"expired_count", "skipped_locked_count", "duration_ms"}
+
+
+async def test_once_json_prints_one_object_and_expires_exactly_the_past_available_slots(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    due = await db.insert(past_slots(7))
+    others = await db.insert(
+        [
+            *past_slots(2, SlotStatus.BOOKED),
+            *(make_slot(timedelta(hours=h)) for h in (1, 2, 3)),
+            make_slot(timedelta(days=-1), SlotStatus.EXPIRED),
+            make_slot(timedelta(days=-1), SlotStatus.ARCHIVED),
+        ]
+    )
+    before = await db.rows()
+
+    done = await run_command(
+        "once", "--json", "--as-of", AS_OF.isoformat(), "--database-url", secret_url
+    )
+
+    assert done.returncode == 0, done.describe()
+    assert done.stdout.count("\n") == 1, done.describe()
+    summary = json.loads(done.stdout)
+    assert isinstance(summary, dict)
+    assert summary.keys() >= SCRIPTED_KEYS
+    assert summary["expired_count"] == 7
+    assert summary["skipped_locked_count"] == 0
+    assert isinstance(summary["duration_ms"], int | float)
+    assert summary["duration_ms"] >= 0
+    events = done.log_events()  # stderr: JSON log lines only
+    assert event_names(events) == ["cycle.started", "batch.selected", "cycle.completed"]
+    assert events[0]["as_of"] == AS_OF.isoformat()
+    assert events[1]["count"] == 7
+    assert events[2]["expired_count"] == 7
+    assert len({event["run_id"] for event in events}) == 1
+    after = await db.rows()
+    for slot in due:
+        assert after[slot.id].status is SlotStatus.EXPIRED
+        assert after[slot.id].version == before[slot.id].version + 1
+        assert after[slot.id].updated_at == AS_OF
+    for slot in others:
+        assert after[slot.id] == before[slot.id]  # same xmin: not even rewritten
+
+    again = await run_command(
+        "once", "--json", "--as-of", AS_OF.isoformat(), "--database-url", secret_url
+    )
+
+    assert again.returncode == 0, again.describe()
+    assert json.loads(again.stdout)["expired_count"] == 0
+    assert await db.rows() == after
+
+
+@pytest.mark.parametrize(
+    "as_of",
+    ["2026-12-02T12:00:00", "2026-12-02T15:00:00+03:00"],
+    ids=["no-offset-is-utc", "plus-three-hours"],
+)
+async def test_once_as_of_is_the_cutoff_whatever_its_notation(
+    db: SlotDatabase, secret_url: str, as_of: str
+) -> None:
+    on_the_dot = make_slot(timedelta(0))
+    a_second_later = make_slot(timedelta(seconds=1))
+    await db.insert([on_the_dot, a_second_later])
+
+    done = await run_command("once", "--json", "--as-of", as_of, "--database-url", secret_url)
+
+    assert done.returncode == 0, done.describe()
+    assert json.loads(done.stdout)["expired_count"] == 1
+    rows = await db.rows()
+    assert rows[on_the_dot.id].status is SlotStatus.EXPIRED
+    assert rows[on_the_dot.id].updated_at == AS_OF
+    assert rows[a_second_later.id].status is SlotStatus.AVAILABLE
+
+
+async def test_once_reads_its_options_from_the_environment_and_prints_one_readable_line(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await db.insert(past_slots(3))
+
+    done = await run_command(
+        "once",
+        "--as-of",
+        AS_OF.isoformat(),
+        env={"SLOT_EXPIRATION_DATABASE_URL": secret_url, "SLOT_EXPIRATION_BATCH_SIZE": "2"},
+    )
+
+    assert done.returncode == 0, done.describe()
+    assert done.stdout.count("\n") == 1
+    assert done.stdout.startswith("expired 2, skipped (locked) 0, failed 0, ")
+    assert done.stdout.rstrip().endswith(" ms")
+    assert list((await db.statuses()).values()).count(SlotStatus.EXPIRED) == 2
+
+
+async def test_once_past_its_budget_rolls_back_and_exits_1_with_one_error_line(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await db.insert(past_slots(5))
+    before = await db.rows()
+    await db.install_gate_trigger()
+    await db.close_gate()  # the batch's UPDATE waits until long past the budget
+
+    done = await run_command(
+        "once", "--json", "--as-of", AS_OF.isoformat(),
+        "--max-cycle-seconds", "0.5", "--database-url", secret_url,
+    )  # fmt: skip
+
+    assert done.returncode == 1, done.describe()
+    assert done.stdout == "", done.describe()
+    *logs, error = done.stderr.splitlines()
+    assert error.startswith("slot-expiration: error: "), done.describe()
+    assert "budget" in error, done.describe()
+    events = parse_log_lines(logs)
+    assert event_names(events) == ["cycle.started", "cycle.failed"], done.describe()
+    assert events[1]["reason"] == "budget_exceeded"
+    assert await db.rows() == before
+
+    async def no_locks_left() -> bool:
+        return await db.worker_locks() == 0
+
+    await eventually(no_locks_left, "the worker's row locks released")
+
+
+async def test_once_leaves_a_poison_row_available_and_names_it(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    slots = await db.insert(past_slots(5))
+    poison = slots[2]
+    await db.install_poison_trigger([poison.id], "23514")
+
+    done = await run_command(
+        "once", "--json", "--as-of", AS_OF.isoformat(), "--database-url", secret_url
+    )
+
+    assert done.returncode == 0, done.describe()
+    summary = json.loads(done.stdout)
+    assert summary["expired_count"] == 4
+    assert summary["failed_count"] == 1
+    assert summary["failed_slot_ids"] == [str(poison.id)]
+    failures = [e for e in done.log_events() if e["event"] == "item.failed"]
+    assert [(e["slot_id"], e["level"]) for e in failures] == [(str(poison.id), "error")]
+    statuses = await db.statuses()
+    assert statuses.pop(poison.id) is SlotStatus.AVAILABLE
+    assert set(statuses.values()) == {SlotStatus.EXPIRED}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+async def test_once_stopped_by_a_signal_mid_batch_rolls_back_and_releases_its_locks(
+    db: SlotDatabase, secret_url: str, sig: signal.Signals
+) -> None:
+    await db.insert(past_slots(5))
+    before = await db.rows()
+    await db.install_gate_trigger()
+    await db.close_gate()  # stays closed: the batch can only be rolled back
+
+    async def waiting() -> bool:
+        return await db.worker_sessions(waiting_on_gate=True) == 1
+
+    async def released() -> bool:
+        return await db.worker_locks() == 0 and await db.worker_sessions() == 0
+
+    async with started(
+        "once", "--as-of", AS_OF.isoformat(), "--database-url", secret_url
+    ) as worker:
+        await worker.until(waiting, "the batch waiting on the gate")
+        worker.send_signal(sig)
+        done = await worker.wait()
+
+    # It handled the signal (cron and Kubernetes stop a job with SIGTERM) ...
+    assert done.returncode > 0, f"killed by the signal, not stopped: {done.describe()}"
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].startswith("slot-expiration: "), done.describe()
+    # ... and its session let go of the row locks now, not at the statement timeout.
+    await eventually(released, "the worker's locks released", timeout_seconds=3)
+    assert await db.rows() == before
