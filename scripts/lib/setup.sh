@@ -26,7 +26,9 @@ ensure_postgres() {
         echo "create_main_cluster = false" | as_root tee /etc/postgresql-common/createcluster.conf >/dev/null
     fi
     as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$PG_PACKAGE" >/dev/null
+    # Keep our createcluster.conf over the package's (no prompt, no main cluster).
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$PG_PACKAGE" >/dev/null
 }
 
 ensure_venv() {  # $1: what to install, e.g. "." or ".[dev]"
