@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from uuid import uuid4
 
 import psycopg
@@ -29,30 +30,36 @@ def upgrade_template(server: EmbeddedPostgres) -> None:
     upgrade(server.url_for(TEMPLATE))
 
 
+@contextmanager
+def scratch_database(
+    server: EmbeddedPostgres, prefix: str, template: str | None = TEMPLATE
+) -> Iterator[str]:
+    """A new database (a copy of the migrated template, or empty), dropped afterwards."""
+    name = f"{prefix}_{uuid4().hex[:12]}"
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        create += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute(create)
+    try:
+        yield server.url_for(name)
+    finally:
+        with psycopg.connect(server.url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 @pytest.fixture
 def database_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
     """A fresh, migrated database for one test, copied from the template (fast)."""
-    name = f"test_{uuid4().hex[:12]}"
-    with psycopg.connect(pg_server.url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(name), sql.Identifier(TEMPLATE)
-            )
-        )
-    yield pg_server.url_for(name)
-    with psycopg.connect(pg_server.url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    with scratch_database(pg_server, "test") as url:
+        yield url
 
 
 @pytest.fixture
 def empty_database_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
     """A database with no schema at all, for the migration tests."""
-    name = f"empty_{uuid4().hex[:12]}"
-    with psycopg.connect(pg_server.url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield pg_server.url_for(name)
-    with psycopg.connect(pg_server.url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    with scratch_database(pg_server, "empty", template=None) as url:
+        yield url
 
 
 @pytest.fixture

@@ -10,15 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from uuid import uuid4
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.store.queries import query
-from tests.conftest import TEMPLATE
+from tests.conftest import scratch_database
 from tests.e2e.command import PASSWORD, public_relations, run_command, with_password
 from tests.support.database import SlotDatabase
 from tests.support.slots import AS_OF, past_slots
@@ -194,20 +192,15 @@ CASES = [
 @pytest.fixture(scope="module")
 def seeded_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
     """One seeded database for the whole table: no case may change a row of it."""
-    name = f"bad_input_{uuid4().hex[:12]}"
-    with psycopg.connect(pg_server.url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(name), sql.Identifier(TEMPLATE)
-            )
-        )
-    url = pg_server.url_for(name)
+    with scratch_database(pg_server, "bad_input") as url:
+        seed(url)
+        yield with_password(url)
+
+
+def seed(url: str) -> None:
     with psycopg.connect(url) as conn, conn.cursor() as cursor:
         params = [asdict(slot) | {"status": slot.status.value} for slot in past_slots(5)]
         cursor.executemany(query("insert_slot"), params)
-    yield with_password(url)
-    with psycopg.connect(pg_server.url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -25,18 +25,31 @@ class StopSignal:
 
 
 @contextmanager
-def stop_on_signals(stop: StopSignal) -> Iterator[None]:
-    """Route SIGTERM/SIGINT to `stop` while the block runs, then restore the defaults."""
+def _on_stop_signals(callback: Callable[[], object]) -> Iterator[None]:
+    """Route SIGTERM/SIGINT to `callback` on the running loop, then restore the old handlers."""
     loop = asyncio.get_running_loop()
     previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     for sig in STOP_SIGNALS:
-        loop.add_signal_handler(sig, stop.request)
+        loop.add_signal_handler(sig, callback)
     try:
         yield
     finally:
         for sig, handler in previous.items():
             loop.remove_signal_handler(sig)
             signal.signal(sig, handler)
+
+
+def stop_on_signals(stop: StopSignal) -> AbstractContextManager[None]:
+    """For the polling loop: a signal asks for a graceful stop (a second one forces it)."""
+    return _on_stop_signals(stop.request)
+
+
+def cancel_on_signals() -> AbstractContextManager[None]:
+    """For a single cycle (`once`): a signal cancels it, so its batch rolls back at
+    once and its row locks are released, instead of the process dying mid-query."""
+    task = asyncio.current_task()
+    assert task is not None, "cancel_on_signals needs a running task"
+    return _on_stop_signals(task.cancel)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -55,20 +68,3 @@ def terminate_as_interrupt() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGTERM, previous)
 
-
-@contextmanager
-def cancel_on_signals() -> Iterator[None]:
-    """For a single cycle (`once`): SIGTERM/SIGINT cancel it, so its batch rolls back
-    at once and its row locks are released, instead of the process dying mid-query."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None, "cancel_on_signals needs a running task"
-    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
-    for sig in STOP_SIGNALS:
-        loop.add_signal_handler(sig, task.cancel)
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            loop.remove_signal_handler(sig)
-            signal.signal(sig, handler)
