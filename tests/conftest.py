@@ -11,6 +11,7 @@ import pytest
 from psycopg import sql
 
 from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.loop import terminate_as_interrupt
 from slot_expiration.store.migrate import upgrade
 from tests.support.database import SlotDatabase
 
@@ -19,7 +20,9 @@ TEMPLATE = "slot_template"
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[EmbeddedPostgres]:
-    with EmbeddedPostgres() as server:
+    # A SIGTERM to the test run (a cancelled CI job) unwinds like Ctrl-C, so the
+    # server is stopped and its folder removed.
+    with terminate_as_interrupt(), EmbeddedPostgres() as server:
         upgrade_template(server)
         yield server
 

@@ -10,7 +10,7 @@ import pytest
 from slot_expiration.cycle import CycleResult, ExpiryCycle
 from slot_expiration.domain import SlotStatus
 from slot_expiration.store import SchemaMissingError, SlotStore, StoreUnavailableError
-from tests.support.database import LIMITS, SlotDatabase, rows_locked
+from tests.support.database import LIMITS, SlotDatabase, install_deferred_trigger, rows_locked
 from tests.support.slots import AS_OF, make_slot, past_slots
 
 pytestmark = pytest.mark.integration
@@ -125,6 +125,50 @@ async def test_poison_row_is_left_available_and_rest_commits(
     assert all(rows[s.id].status is SlotStatus.EXPIRED for s in healthy)
     assert all(rows[p.id].status is SlotStatus.AVAILABLE for p in poison)
     assert all(rows[p.id].version == p.version for p in poison)
+
+
+async def test_poison_row_rejected_only_at_commit_is_isolated_too(db: SlotDatabase) -> None:
+    slots = await db.insert(past_slots(5))
+    poison = slots[2]
+    await install_deferred_trigger(
+        db,
+        f"IF NEW.id = '{poison.id}' THEN "
+        "RAISE EXCEPTION 'deferred check refuses' USING ERRCODE = '23514'; END IF;",
+    )
+
+    result = await run_cycle(db.url)
+
+    statuses = await db.statuses()
+    assert [f.slot.id for f in result.failures] == [poison.id]
+    assert result.expired_count == 4
+    assert statuses[poison.id] is SlotStatus.AVAILABLE
+    assert all(statuses[s.id] is SlotStatus.EXPIRED for s in slots if s is not poison)
+
+
+async def test_poison_rows_at_the_head_do_not_hold_back_the_rows_behind(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(6))
+    poison, healthy = slots[:2], slots[2:]
+    await db.install_poison_trigger([p.id for p in poison], "P0001")
+
+    result = await run_cycle(db.url, batch_size=2)
+
+    assert [r.id for r in result.expired] == [s.id for s in healthy[:2]]
+    assert {f.slot.id for f in result.failures} == {p.id for p in poison}
+
+
+async def test_a_cycle_tries_at_most_twice_its_batch_when_rows_keep_failing(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(10))
+    await db.install_poison_trigger([s.id for s in slots], "P0001")
+
+    result = await run_cycle(db.url, batch_size=3)
+
+    assert result.expired_count == 0
+    assert [f.slot.id for f in result.failures] == [s.id for s in slots[:6]]
+    assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
 
 
 async def test_poison_row_is_retried_next_cycle_and_expires_once_fixed(db: SlotDatabase) -> None:

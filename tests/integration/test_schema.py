@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from uuid import uuid4
 
 import psycopg
 import pytest
 
+from slot_expiration.cycle import ExpiryCycle
+from slot_expiration.store import SlotStore
 from slot_expiration.store.migrate import head_revision, upgrade
-from tests.support.database import SlotDatabase
-from tests.support.slots import make_slot
+from tests.support.database import LIMITS, SlotDatabase
+from tests.support.slots import AS_OF, make_slot, past_slots
 
 pytestmark = pytest.mark.integration
 
@@ -77,3 +80,36 @@ async def test_any_other_status_is_rejected_by_the_check(db: SlotDatabase, statu
             "INSERT INTO availability_slots VALUES (%s, %s, %s, %s, %s, %s, 1, now(), now())",
             (slot.id, slot.tenant_id, slot.consultant_id, slot.start_at, slot.end_at, status),
         )
+
+
+def test_migrate_keeps_its_history_apart_from_the_calendars_own_alembic(
+    empty_database_url: str,
+) -> None:
+    with psycopg.connect(empty_database_url) as conn:
+        conn.execute("CREATE TABLE alembic_version (version_num varchar(32) PRIMARY KEY)")
+        conn.execute("INSERT INTO alembic_version VALUES ('calendar_0042')")
+
+    outcome = upgrade(empty_database_url)
+
+    assert outcome.after == head_revision()
+    with psycopg.connect(empty_database_url) as conn:
+        theirs = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+    assert theirs == [("calendar_0042",)]
+
+
+async def test_options_in_the_url_are_kept_for_migrate_and_for_the_worker(
+    empty_database_url: str,
+) -> None:
+    with psycopg.connect(empty_database_url) as conn:
+        conn.execute("CREATE SCHEMA calendar")
+    url = f"{empty_database_url}?options=-csearch_path%3Dcalendar"
+
+    upgrade(url)
+    async with SlotDatabase.open(url) as db:
+        await db.insert(past_slots(3))
+        result = await ExpiryCycle(lambda: SlotStore.connect(url, LIMITS), 10).run(uuid4(), AS_OF)
+
+    assert result.expired_count == 3
+    with psycopg.connect(empty_database_url) as conn:
+        where = conn.execute("SELECT to_regclass('calendar.availability_slots')").fetchone()
+    assert where == ("calendar.availability_slots",)

@@ -127,3 +127,16 @@ async def rows_locked(url: str, slot_ids: Sequence[UUID]) -> AsyncIterator[None]
         )
         yield
         await conn.rollback()
+
+
+async def install_deferred_trigger(db: SlotDatabase, body: str) -> None:
+    """A constraint trigger that runs `body` (PL/pgSQL) at COMMIT, for each expired row."""
+    await db.execute(
+        "CREATE FUNCTION at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        + body
+        + " RETURN NEW; END $$"
+    )
+    await db.execute(
+        "CREATE CONSTRAINT TRIGGER at_commit AFTER UPDATE ON availability_slots "
+        "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION at_commit()"
+    )

@@ -55,14 +55,37 @@ class ExpiryCycle:
     async def _expire_row_by_row(
         self, store: SlotStore, as_of: datetime
     ) -> tuple[LockedBatch, tuple[SlotRef, ...], tuple[ItemFailure, ...]]:
+        """Expire the batch row by row; rejected rows are left out and the batch is
+        topped up past them, so a run of poison rows at the head of the backlog
+        cannot hold back the rows behind it (at most 2 x batch_size rows tried)."""
         expired: list[SlotRef] = []
         failures: list[ItemFailure] = []
+        tried: list[UUID] = []
         async with store.transaction():
-            batch = await store.lock_batch(as_of, self._batch_size)
-            for slot in batch.slots:
-                try:
-                    if await store.expire_slot(slot.id, as_of):
-                        expired.append(slot)
-                except RowRejectedError as exc:
-                    failures.append(ItemFailure(slot=slot, sqlstate=exc.sqlstate, message=str(exc)))
-        return batch, tuple(expired), tuple(failures)
+            await store.check_constraints_immediately()
+            while True:
+                want = min(self._batch_size - len(expired), 2 * self._batch_size - len(tried))
+                batch = await store.lock_batch(as_of, want, exclude_ids=tried)
+                tried.extend(slot.id for slot in batch.slots)
+                rejected = await _expire_each(store, batch, as_of, expired, failures)
+                if not rejected or len(batch.slots) < want or len(tried) >= 2 * self._batch_size:
+                    return batch, tuple(expired), tuple(failures)
+
+
+async def _expire_each(
+    store: SlotStore,
+    batch: LockedBatch,
+    as_of: datetime,
+    expired: list[SlotRef],
+    failures: list[ItemFailure],
+) -> int:
+    """Expire each locked slot in its own savepoint; returns how many were rejected."""
+    rejected = 0
+    for slot in batch.slots:
+        try:
+            if await store.expire_slot(slot.id, as_of):
+                expired.append(slot)
+        except RowRejectedError as exc:
+            failures.append(ItemFailure(slot=slot, sqlstate=exc.sqlstate, message=str(exc)))
+            rejected += 1
+    return rejected

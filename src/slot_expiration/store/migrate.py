@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import alembic.util
 import psycopg
 import sqlalchemy.exc
 from alembic import command
@@ -13,9 +14,20 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.pool import NullPool
 
-from slot_expiration.store.errors import StoreConnectError, StoreUnavailableError, first_line
+from slot_expiration.store.errors import (
+    SlotStoreError,
+    StoreConnectError,
+    StoreUnavailableError,
+    first_line,
+)
 
 _SCRIPT_LOCATION = "slot_expiration.store:migrations"
+# Our own history table: the calendar's database may keep its own `alembic_version`.
+VERSION_TABLE = "slot_expiration_alembic_version"
+
+
+class MigrationError(SlotStoreError):
+    """Alembic refused: an unknown revision in our history table, say."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +69,8 @@ def current_revision(database_url: str) -> str | None:
     engine = engine_for(database_url)
     try:
         with engine.connect() as connection:
-            return MigrationContext.configure(connection).get_current_revision()
+            context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+            return context.get_current_revision()
     finally:
         engine.dispose()
 
@@ -77,3 +90,5 @@ def upgrade(database_url: str) -> MigrationOutcome:
         raise StoreUnavailableError(first_line(cause)) from exc
     except psycopg.Error as exc:
         raise StoreUnavailableError(first_line(exc)) from exc
+    except alembic.util.CommandError as exc:
+        raise MigrationError(f"migration failed: {first_line(exc)}") from exc

@@ -5,11 +5,12 @@
 -- name: expire_batch
 -- The healthy-batch fast path, one round trip: lock up to batch_size
 -- expirable rows, oldest start_at first, passing over rows another
--- transaction holds; expire them; count the rows passed over inside the
--- batch's window. The window is the whole predicate when the batch is not
--- full, else every row up to the last one taken in (start_at, id) order.
--- Locked rows are still Available in this statement's snapshot, so
--- "matching in the window but not picked" is exactly "skipped for a lock".
+-- transaction holds; expire them; and count the rows passed over inside
+-- the batch's window. The window is the whole predicate when the batch is
+-- not full, else every row up to the last one taken, in (start_at, id)
+-- order. Rows passed over are still Available in this statement's
+-- snapshot: they were locked by another transaction when the worker reached
+-- them, or (rarely) changed by one that committed in between.
 WITH picked AS MATERIALIZED (
     SELECT id, start_at
     FROM availability_slots
@@ -25,8 +26,11 @@ expired AS (
     WHERE s.id = picked.id AND s.status = 'Available'
     RETURNING s.id, s.tenant_id, s.start_at
 ),
-last_picked AS (
-    SELECT start_at, id FROM picked ORDER BY start_at DESC, id DESC LIMIT 1
+window_end AS (
+    SELECT start_at, id FROM picked
+    WHERE (SELECT count(*) FROM picked) = %(batch_size)s
+    ORDER BY start_at DESC, id DESC
+    LIMIT 1
 )
 SELECT
     coalesce(array_agg(e.id ORDER BY e.start_at, e.id), '{}') AS ids,
@@ -34,29 +38,35 @@ SELECT
     (
         SELECT count(*)
         FROM availability_slots AS a
-        WHERE a.status = 'Available' AND a.start_at <= %(as_of)s
-          AND a.id NOT IN (SELECT id FROM picked)
+        WHERE a.status = 'Available'
+          -- an index bound: the scan stops at the window's end, not the backlog's
+          AND a.start_at <= coalesce((SELECT start_at FROM window_end), %(as_of)s)
           AND (
-              (SELECT count(*) FROM picked) < %(batch_size)s
-              OR (a.start_at, a.id) <= (SELECT start_at, id FROM last_picked)
+              NOT EXISTS (SELECT FROM window_end)
+              OR (a.start_at, a.id) <= (SELECT start_at, id FROM window_end)
           )
+          AND a.id NOT IN (SELECT id FROM picked)
     ) AS skipped_locked_count
 FROM expired AS e;
 
 -- name: lock_batch
--- The poison-isolation path, step one: the same selection and the same
--- skipped-row count as expire_batch, but only locking; the rows are then
--- expired one by one so that a rejected row can be left out.
+-- The poison-isolation path: the same selection and skipped-row count as
+-- expire_batch, but only locking, and leaving out the rows this transaction
+-- already tried (exclude_ids); the rows are then expired one by one.
 WITH picked AS MATERIALIZED (
     SELECT id, tenant_id, start_at
     FROM availability_slots
     WHERE status = 'Available' AND start_at <= %(as_of)s
+      AND id <> ALL (%(exclude_ids)s::uuid[])
     ORDER BY start_at, id
     LIMIT %(batch_size)s
     FOR UPDATE SKIP LOCKED
 ),
-last_picked AS (
-    SELECT start_at, id FROM picked ORDER BY start_at DESC, id DESC LIMIT 1
+window_end AS (
+    SELECT start_at, id FROM picked
+    WHERE (SELECT count(*) FROM picked) = %(batch_size)s
+    ORDER BY start_at DESC, id DESC
+    LIMIT 1
 )
 SELECT
     coalesce((SELECT array_agg(id ORDER BY start_at, id) FROM picked), '{}') AS ids,
@@ -65,13 +75,28 @@ SELECT
     (
         SELECT count(*)
         FROM availability_slots AS a
-        WHERE a.status = 'Available' AND a.start_at <= %(as_of)s
-          AND a.id NOT IN (SELECT id FROM picked)
+        WHERE a.status = 'Available'
+          AND a.start_at <= coalesce((SELECT start_at FROM window_end), %(as_of)s)
           AND (
-              (SELECT count(*) FROM picked) < %(batch_size)s
-              OR (a.start_at, a.id) <= (SELECT start_at, id FROM last_picked)
+              NOT EXISTS (SELECT FROM window_end)
+              OR (a.start_at, a.id) <= (SELECT start_at, id FROM window_end)
           )
+          AND a.id NOT IN (SELECT id FROM picked)
+          AND a.id <> ALL (%(exclude_ids)s::uuid[])
     ) AS skipped_locked_count;
+
+-- name: check_constraints_immediately
+-- Deferred constraints and constraint triggers would only fire at COMMIT,
+-- where a rejected row can no longer be told apart; checked per statement,
+-- they fail inside that row's savepoint instead.
+SET CONSTRAINTS ALL IMMEDIATE;
+
+-- name: session_limits
+-- Set after connecting rather than as a startup `options` parameter, so the
+-- URL's own options are kept and connection poolers accept the session.
+SELECT
+    set_config('statement_timeout', %(statement_timeout)s, false),
+    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, false);
 
 -- name: expire_slot
 -- The poison-isolation path, step two: one already-locked row.

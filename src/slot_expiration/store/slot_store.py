@@ -7,7 +7,7 @@ and translates psycopg's errors into ours (see errors.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine, Iterable
+from collections.abc import AsyncIterator, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -49,11 +49,11 @@ class SessionLimits:
     idle_in_transaction_timeout_ms: int
     connect_timeout_seconds: int = 10
 
-    def options(self) -> str:
-        return (
-            f"-c statement_timeout={self.statement_timeout_ms} "
-            f"-c idle_in_transaction_session_timeout={self.idle_in_transaction_timeout_ms}"
-        )
+    def parameters(self) -> dict[str, str]:
+        return {
+            "statement_timeout": str(self.statement_timeout_ms),
+            "idle_timeout": str(self.idle_in_transaction_timeout_ms),
+        }
 
 
 async def _run_to_completion(step: Coroutine[Any, Any, None]) -> bool:
@@ -63,12 +63,14 @@ async def _run_to_completion(step: Coroutine[Any, Any, None]) -> bool:
     would only hide it. Returns whether a cancellation arrived meanwhile.
     """
     task = asyncio.ensure_future(step)
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        return True
-    return False
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True  # a second or third cancel must not cut it short either
+    task.result()  # the step's own error, if it failed
+    return cancelled
 
 
 class SlotStore:
@@ -84,15 +86,17 @@ class SlotStore:
         try:
             conn = await psycopg.AsyncConnection.connect(
                 database_url,
-                autocommit=False,
+                autocommit=True,
                 application_name=APPLICATION_NAME,
                 connect_timeout=limits.connect_timeout_seconds,
-                options=limits.options(),
             )
         except psycopg.Error as exc:
             raise StoreConnectError(first_line(exc)) from exc
         try:
-            yield cls(conn)
+            store = cls(conn)
+            await store._fetch_all("session_limits", limits.parameters())
+            await conn.set_autocommit(False)
+            yield store
         finally:
             await _run_to_completion(conn.close())
 
@@ -121,10 +125,19 @@ class SlotStore:
         row = await self._fetch_one("expire_batch", {"as_of": as_of, "batch_size": batch_size})
         return _locked_batch(row)
 
-    async def lock_batch(self, as_of: datetime, batch_size: int) -> LockedBatch:
+    async def lock_batch(
+        self, as_of: datetime, batch_size: int, exclude_ids: Sequence[UUID] = ()
+    ) -> LockedBatch:
         """Lock a batch without changing it, for row-by-row expiry."""
-        row = await self._fetch_one("lock_batch", {"as_of": as_of, "batch_size": batch_size})
-        return _locked_batch(row)
+        params = {"as_of": as_of, "batch_size": batch_size, "exclude_ids": list(exclude_ids)}
+        return _locked_batch(await self._fetch_one("lock_batch", params))
+
+    async def check_constraints_immediately(self) -> None:
+        """From here to the end of the transaction, no constraint waits for COMMIT."""
+        try:
+            await self._conn.execute(query("check_constraints_immediately"))
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
 
     async def expire_slot(self, slot_id: UUID, as_of: datetime) -> bool:
         """Expire one locked slot inside a savepoint, so a rejection spares the batch.

@@ -49,8 +49,8 @@ async def run_once(
     options: WorkerOptions, as_of: datetime, hooks: CycleHooks | None = None
 ) -> CycleResult:
     """The `once` command: one cycle under the budget, logged like the loop's cycles."""
-    await check_ready(options)
     with cancel_on_signals():
+        await check_ready(options)
         return await observed_cycle(
             build_cycle(options), hooks or LogHooks(), options.max_cycle_seconds, as_of
         )
@@ -75,10 +75,10 @@ async def run_worker(
     options: WorkerOptions, extra_hooks: Sequence[CycleHooks] = (), stop: StopSignal | None = None
 ) -> LoopStats:
     """The `run` command: poll until SIGTERM/SIGINT (or `stop`), then stop gracefully."""
-    await check_ready(options)
     hooks = FanOutHooks([LogHooks(), *extra_hooks])
     stop = stop or StopSignal()
-    loop = build_loop(options, hooks)
-    hooks.loop_started(options.interval_seconds, options.batch_size)
     with stop_on_signals(stop):
+        await check_ready(options)
+        loop = build_loop(options, hooks)
+        hooks.loop_started(options.interval_seconds, options.batch_size)
         return await loop.run(stop)

@@ -2,7 +2,7 @@
 
 from alembic import context
 
-from slot_expiration.store.migrate import engine_for
+from slot_expiration.store.migrate import VERSION_TABLE, engine_for
 
 
 def run_migrations_online() -> None:
@@ -10,7 +10,11 @@ def run_migrations_online() -> None:
     # password is never taken for ConfigParser interpolation.
     engine = engine_for(context.config.attributes["database_url"])
     with engine.connect() as connection:
-        context.configure(connection=connection, transaction_per_migration=True)
+        context.configure(
+            connection=connection,
+            transaction_per_migration=True,
+            version_table=VERSION_TABLE,
+        )
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()

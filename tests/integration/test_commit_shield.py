@@ -1,0 +1,42 @@
+"""Once COMMIT is sent, no cancellation cuts it short: the batch is whole, and reported."""
+
+from __future__ import annotations
+
+import asyncio
+from uuid import uuid4
+
+import pytest
+
+from slot_expiration.cycle import ExpiryCycle
+from slot_expiration.domain import SlotStatus
+from slot_expiration.store import SlotStore
+from tests.support.database import GATE_KEY, LIMITS, SlotDatabase, install_deferred_trigger
+from tests.support.slots import AS_OF, past_slots
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+
+async def test_cancelling_twice_during_commit_still_commits_and_returns_the_result(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(8))
+    # The COMMIT itself waits at the gate: deferred triggers run inside it.
+    await install_deferred_trigger(db, f"PERFORM pg_advisory_xact_lock_shared({GATE_KEY});")
+    await db.close_gate()
+    cycle = ExpiryCycle(lambda: SlotStore.connect(db.url, LIMITS), batch_size=100)
+    task = asyncio.create_task(cycle.run(uuid4(), AS_OF))
+
+    async def committing() -> bool:
+        return await db.worker_sessions(waiting_on_gate=True) == 1
+
+    await eventually(committing)
+    task.cancel()
+    await asyncio.sleep(0)  # let the first cancellation land before the second
+    task.cancel()
+    await db.open_gate()
+    result = await task
+
+    assert result.expired_count == len(slots)
+    assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
+    assert await db.worker_locks() == 0
