@@ -11,6 +11,18 @@ from uuid import UUID
 from slot_expiration.cycle import CycleResult
 
 
+def empty_result(run_id: UUID, as_of: datetime) -> CycleResult:
+    """What a fake cycle returns: it expired nothing, quickly."""
+    return CycleResult(
+        run_id=run_id,
+        as_of=as_of,
+        expired=(),
+        skipped_locked_count=0,
+        failures=(),
+        duration_ms=1.0,
+    )
+
+
 class ManualTicker:
     """Ticks only when the test calls `tick()`: no wall-clock waiting in tests."""
 

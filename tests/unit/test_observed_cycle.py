@@ -10,7 +10,7 @@ import pytest
 
 from slot_expiration.cycle import CycleResult
 from slot_expiration.loop import CycleBudgetExceededError, CycleCancelledError, observed_cycle
-from tests.support.doubles import RecordingHooks
+from tests.support.doubles import RecordingHooks, empty_result
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
@@ -36,14 +36,7 @@ class OneCycle:
             except asyncio.CancelledError:
                 self.cancelled.set()
                 raise
-        return CycleResult(
-            run_id=run_id,
-            as_of=as_of,
-            expired=(),
-            skipped_locked_count=0,
-            failures=(),
-            duration_ms=1.0,
-        )
+        return empty_result(run_id, as_of)
 
 
 async def test_a_completed_cycle_is_returned_and_reported_started_then_completed() -> None:

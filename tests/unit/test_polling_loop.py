@@ -15,7 +15,7 @@ from uuid import UUID
 
 from slot_expiration.cycle import CycleResult
 from slot_expiration.loop import CycleCancelledError, LoopStats, LoopTiming, PollingLoop, StopSignal
-from tests.support.doubles import ManualTicker, RecordingHooks
+from tests.support.doubles import ManualTicker, RecordingHooks, empty_result
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 SAFETY_SECONDS = 10.0  # a net against a hung test, never a timing the test relies on
@@ -44,14 +44,7 @@ class FakeCycle:
             except asyncio.CancelledError:
                 self.cancelled.set()
                 raise
-        return CycleResult(
-            run_id=run_id,
-            as_of=as_of,
-            expired=(),
-            skipped_locked_count=0,
-            failures=(),
-            duration_ms=1.0,
-        )
+        return empty_result(run_id, as_of)
 
 
 @dataclass
