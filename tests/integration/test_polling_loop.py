@@ -12,7 +12,7 @@ import pytest
 
 from slot_expiration.domain import SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.loop import PollingLoop, StopSignal
+from slot_expiration.loop import LoopStats, PollingLoop, StopSignal
 from slot_expiration.options import WorkerOptions, load_options
 from slot_expiration.store import StoreUnavailableError
 from slot_expiration.store.migrate import upgrade
@@ -137,15 +137,23 @@ async def test_lost_connection_fails_the_cycle_and_the_next_tick_retries(
         assert harness.hooks.completed[0].expired_count == len(slots)
 
 
-async def test_stop_during_a_cycle_lets_the_batch_commit_whole(db: SlotDatabase) -> None:
-    slots = await db.insert(past_slots(30))
+async def loop_inside_a_blocked_cycle(
+    db: SlotDatabase, shutdown_grace_seconds: float
+) -> tuple[Harness, asyncio.Task[LoopStats]]:
+    """A running loop whose first cycle holds its batch and waits at the closed gate."""
     await db.install_gate_trigger()
     await db.close_gate()
-    harness = Harness(worker_options(db.url, shutdown_grace_seconds=60))
+    harness = Harness(worker_options(db.url, shutdown_grace_seconds=shutdown_grace_seconds))
     task = asyncio.create_task(harness.loop.run(harness.stop))
-
     harness.ticker.tick()
     await blocked_on_gate(db)
+    return harness, task
+
+
+async def test_stop_during_a_cycle_lets_the_batch_commit_whole(db: SlotDatabase) -> None:
+    slots = await db.insert(past_slots(30))
+    harness, task = await loop_inside_a_blocked_cycle(db, shutdown_grace_seconds=60)
+
     harness.stop.request()
     await db.open_gate()
     stats = await task
@@ -159,13 +167,8 @@ async def test_stop_during_a_cycle_lets_the_batch_commit_whole(db: SlotDatabase)
 
 async def test_second_stop_request_rolls_the_batch_back_whole(db: SlotDatabase) -> None:
     await db.insert(past_slots(30))
-    await db.install_gate_trigger()
-    await db.close_gate()
-    harness = Harness(worker_options(db.url, shutdown_grace_seconds=600))
-    task = asyncio.create_task(harness.loop.run(harness.stop))
+    harness, task = await loop_inside_a_blocked_cycle(db, shutdown_grace_seconds=600)
 
-    harness.ticker.tick()
-    await blocked_on_gate(db)
     harness.stop.request()
     harness.stop.request()
     stats = await task

@@ -167,7 +167,7 @@ def _options(**given: Any) -> WorkerOptions:
     try:
         return load_options(**given)
     except OptionsError as exc:
-        fail(str(exc), ExitCode.USAGE, _env_secrets() + _argv_secrets())
+        fail(str(exc), ExitCode.USAGE, _input_secrets())
 
 
 def _required_url(options: WorkerOptions) -> str:
@@ -203,12 +203,10 @@ def _parse_as_of(value: str | None) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def _env_secrets() -> list[str]:
-    return url_secrets(os.environ.get(f"{ENV_PREFIX}DATABASE_URL", ""))
-
-
-def _argv_secrets() -> list[str]:
-    return [secret for arg in sys.argv if "://" in arg for secret in url_secrets(arg)]
+def _input_secrets() -> list[str]:
+    """Passwords in any URL the user gave, on the command line or in the environment."""
+    urls = [os.environ.get(f"{ENV_PREFIX}DATABASE_URL", ""), *sys.argv]
+    return [secret for url in urls if "://" in url for secret in url_secrets(url)]
 
 
 def main() -> None:
@@ -219,7 +217,7 @@ def main() -> None:
         click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
         raise SystemExit(ExitCode.USAGE) from None
     except click.ClickException as exc:
-        fail(exc.format_message(), ExitCode.USAGE, _env_secrets() + _argv_secrets())
+        fail(exc.format_message(), ExitCode.USAGE, _input_secrets())
     except (click.exceptions.Abort, KeyboardInterrupt):
         print(f"{PROGRAM}: interrupted", file=sys.stderr)
         raise SystemExit(ExitCode.INTERRUPTED) from None

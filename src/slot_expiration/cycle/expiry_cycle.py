@@ -36,11 +36,12 @@ class ExpiryCycle:
 
     async def run(self, run_id: UUID, as_of: datetime) -> CycleResult:
         started = self._monotonic()
+        failures: tuple[ItemFailure, ...] = ()
         async with self._open_store() as store:
             try:
                 async with store.transaction():
                     batch = await store.expire_batch(as_of, self._batch_size)
-                expired, failures = batch.slots, tuple[ItemFailure, ...]()
+                expired = batch.slots
             except RowRejectedError:
                 batch, expired, failures = await self._expire_row_by_row(store, as_of)
         return CycleResult(

@@ -128,10 +128,6 @@ class EmbeddedPostgres:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=60)
 
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
     def close(self) -> None:
         """Stop the server and remove the data folder if this object created it."""
         try:

@@ -32,6 +32,11 @@ class StoreConnectError(StoreUnavailableError):
 class SchemaMissingError(SlotStoreError):
     """The database answers but `availability_slots` does not exist yet."""
 
+    def __init__(self) -> None:
+        super().__init__(
+            "table availability_slots does not exist: run `slot-expiration migrate` first"
+        )
+
 
 class RowRejectedError(SlotStoreError):
     """The database refused a row's transition (constraint, trigger, data error)."""
@@ -64,7 +69,5 @@ def translate(exc: psycopg.Error, slot_id: UUID | None = None) -> SlotStoreError
         assert exc.sqlstate is not None  # narrowed by is_row_rejection
         return RowRejectedError(message, exc.sqlstate, slot_id)
     if exc.sqlstate == _UNDEFINED_TABLE:
-        return SchemaMissingError(
-            "table availability_slots does not exist: run `slot-expiration migrate` first"
-        )
+        return SchemaMissingError()
     return StoreUnavailableError(message)

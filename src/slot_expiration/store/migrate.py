@@ -59,10 +59,16 @@ def engine_for(database_url: str) -> Engine:
     worker itself accepts.
     """
     return create_engine(
-        "postgresql+psycopg://",
-        creator=lambda: psycopg.connect(database_url),
-        poolclass=NullPool,
+        "postgresql+psycopg://", creator=lambda: _connect(database_url), poolclass=NullPool
     )
+
+
+def _connect(database_url: str) -> psycopg.Connection[tuple[object, ...]]:
+    # Raised from the creator, our error reaches the caller unwrapped by SQLAlchemy.
+    try:
+        return psycopg.connect(database_url)
+    except psycopg.Error as exc:
+        raise StoreConnectError(first_line(exc)) from exc
 
 
 def current_revision(database_url: str) -> str | None:
@@ -78,13 +84,9 @@ def current_revision(database_url: str) -> str | None:
 def upgrade(database_url: str) -> MigrationOutcome:
     """Bring the schema to the newest revision; a no-op when it is already there."""
     try:
-        psycopg.connect(database_url).close()
-    except psycopg.Error as exc:
-        raise StoreConnectError(first_line(exc)) from exc
-    try:
         before = current_revision(database_url)
         command.upgrade(_config(database_url), "head")
-        return MigrationOutcome(before=before, after=current_revision(database_url))
+        return MigrationOutcome(before=before, after=head_revision())
     except sqlalchemy.exc.DBAPIError as exc:
         cause = exc.orig if exc.orig is not None else exc
         raise StoreUnavailableError(first_line(cause)) from exc

@@ -40,9 +40,7 @@ async def check_ready(options: WorkerOptions) -> None:
     """Fail fast on a wrong URL, a refused login or a missing schema."""
     async with store_factory(options)() as store:
         if not await store.schema_ready():
-            raise SchemaMissingError(
-                "table availability_slots does not exist: run `slot-expiration migrate` first"
-            )
+            raise SchemaMissingError
 
 
 async def run_once(
