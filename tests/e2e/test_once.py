@@ -153,7 +153,7 @@ async def test_once_leaves_a_poison_row_available_and_names_it(
     summary = json.loads(done.stdout)
     assert summary["expired_count"] == 4
     assert summary["failed_count"] == 1
-    assert summary["failed_slot_ids"] == [str(poison.id)]
+    assert summary["failed_slot_ids_sample"] == [str(poison.id)]
     failures = [e for e in done.log_events() if e["event"] == "item.failed"]
     assert [(e["slot_id"], e["level"]) for e in failures] == [(str(poison.id), "error")]
     statuses = await db.statuses()

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from uuid import uuid4
 
 import pytest
 
-from slot_expiration.cycle import ExpiryCycle
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import SlotStore
-from tests.support.database import GATE_KEY, LIMITS, SlotDatabase, install_deferred_trigger
-from tests.support.slots import AS_OF, past_slots
+from tests.support.cycles import run_cycle
+from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger
+from tests.support.slots import past_slots
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -24,8 +22,7 @@ async def test_cancelling_twice_during_commit_still_commits_and_returns_the_resu
     # The COMMIT itself waits at the gate: deferred triggers run inside it.
     await install_deferred_trigger(db, f"PERFORM pg_advisory_xact_lock_shared({GATE_KEY});")
     await db.close_gate()
-    cycle = ExpiryCycle(lambda: SlotStore.connect(db.url, LIMITS), batch_size=100)
-    task = asyncio.create_task(cycle.run(uuid4(), AS_OF))
+    task = asyncio.create_task(run_cycle(db.url, batch_size=100))
 
     async def committing() -> bool:
         return await db.worker_sessions(waiting_on_gate=True) == 1

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from uuid import uuid4
+from datetime import timedelta
 
 import pytest
 
-from slot_expiration.cycle import CycleResult, ExpiryCycle
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import SchemaMissingError, SlotStore, StoreUnavailableError
-from tests.support.database import LIMITS, SlotDatabase, install_deferred_trigger, rows_locked
+from slot_expiration.store import SchemaMissingError, StoreUnavailableError
+from tests.support.cycles import run_cycle
+from tests.support.database import SlotDatabase, install_deferred_trigger, rows_locked
 from tests.support.slots import AS_OF, make_slot, past_slots
 
 pytestmark = pytest.mark.integration
-
-
-async def run_cycle(url: str, batch_size: int = 500, as_of: datetime = AS_OF) -> CycleResult:
-    cycle = ExpiryCycle(lambda: SlotStore.connect(url, LIMITS), batch_size)
-    return await cycle.run(uuid4(), as_of)
 
 
 async def test_empty_batch_succeeds_without_writes(db: SlotDatabase) -> None:
@@ -156,31 +150,6 @@ async def test_poison_rows_at_the_head_do_not_hold_back_the_rows_behind(
 
     assert [r.id for r in result.expired] == [s.id for s in healthy[:2]]
     assert {f.slot.id for f in result.failures} == {p.id for p in poison}
-
-
-async def test_a_cycle_tries_at_most_twice_its_batch_when_rows_keep_failing(
-    db: SlotDatabase,
-) -> None:
-    slots = await db.insert(past_slots(10))
-    await db.install_poison_trigger([s.id for s in slots], "P0001")
-
-    result = await run_cycle(db.url, batch_size=3)
-
-    assert result.expired_count == 0
-    assert [f.slot.id for f in result.failures] == [s.id for s in slots[:6]]
-    assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
-
-
-async def test_poison_row_is_retried_next_cycle_and_expires_once_fixed(db: SlotDatabase) -> None:
-    slots = await db.insert(past_slots(3))
-    await db.install_poison_trigger([slots[0].id], "P0001")
-    first = await run_cycle(db.url)
-    await db.execute("DROP TRIGGER poison ON availability_slots")
-
-    second = await run_cycle(db.url)
-
-    assert (first.expired_count, first.failed_count) == (2, 1)
-    assert [s.id for s in second.expired] == [slots[0].id]
 
 
 @pytest.mark.parametrize("sqlstate", ["40001", "57014", "53200"])

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from uuid import uuid4
 
 import pytest
 
-from slot_expiration.cycle import ExpiryCycle
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import SlotStore
-from tests.support.database import LIMITS, SlotDatabase
-from tests.support.slots import AS_OF, past_slots
+from tests.support.cycles import run_cycle
+from tests.support.database import SlotDatabase
+from tests.support.slots import past_slots
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -21,9 +19,7 @@ async def test_three_concurrent_cycles_expire_every_row_exactly_once(db: SlotDat
     slots = await db.insert(past_slots(900))
     await db.install_gate_trigger()
     await db.close_gate()
-    cycle = ExpiryCycle(lambda: SlotStore.connect(db.url, LIMITS), batch_size=300)
-
-    runs = [asyncio.create_task(cycle.run(uuid4(), AS_OF)) for _ in range(3)]
+    runs = [asyncio.create_task(run_cycle(db.url, batch_size=300)) for _ in range(3)]
 
     async def all_blocked() -> bool:
         return await db.worker_sessions(waiting_on_gate=True) == 3
@@ -44,9 +40,7 @@ async def test_concurrent_cycles_over_a_small_backlog_never_double_expire(
     db: SlotDatabase,
 ) -> None:
     slots = await db.insert(past_slots(200))
-    cycle = ExpiryCycle(lambda: SlotStore.connect(db.url, LIMITS), batch_size=150)
-
-    results = await asyncio.gather(*(cycle.run(uuid4(), AS_OF) for _ in range(4)))
+    results = await asyncio.gather(*(run_cycle(db.url, batch_size=150) for _ in range(4)))
 
     assert sum(r.expired_count for r in results) == 200
     rows = await db.rows()

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from uuid import uuid4
 
 import psycopg
 import pytest
 
-from slot_expiration.cycle import ExpiryCycle
-from slot_expiration.store import SlotStore
 from slot_expiration.store.migrate import head_revision, upgrade
-from tests.support.database import LIMITS, SlotDatabase
-from tests.support.slots import AS_OF, make_slot, past_slots
+from tests.support.cycles import run_cycle
+from tests.support.database import SlotDatabase
+from tests.support.slots import make_slot, past_slots
 
 pytestmark = pytest.mark.integration
 
@@ -107,7 +105,7 @@ async def test_options_in_the_url_are_kept_for_migrate_and_for_the_worker(
     upgrade(url)
     async with SlotDatabase.open(url) as db:
         await db.insert(past_slots(3))
-        result = await ExpiryCycle(lambda: SlotStore.connect(url, LIMITS), 10).run(uuid4(), AS_OF)
+        result = await run_cycle(url, 10)
 
     assert result.expired_count == 3
     with psycopg.connect(empty_database_url) as conn:

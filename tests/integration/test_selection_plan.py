@@ -32,7 +32,7 @@ async def test_selection_uses_the_status_start_index(db: SlotDatabase, statement
     await db.execute("ANALYZE availability_slots")
 
     explain = sql.SQL("EXPLAIN ") + sql.SQL(query(statement))
-    params = {"as_of": AS_OF, "batch_size": 500, "exclude_ids": []}
+    params = {"as_of": AS_OF, "now": AS_OF, "batch_size": 500, "exclude_ids": []}
     cursor = await db.conn.execute(explain, params)
     plan = "\n".join(row[0] for row in await cursor.fetchall())
 

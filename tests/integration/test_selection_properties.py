@@ -5,16 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from uuid import uuid4
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slot_expiration.cycle import ExpiryCycle
 from slot_expiration.domain import Slot, SlotStatus
-from slot_expiration.store import SlotStore
-from tests.support.database import LIMITS, SlotDatabase, rows_locked
+from tests.support.cycles import run_cycle
+from tests.support.database import SlotDatabase, rows_locked
 from tests.support.slots import AS_OF, make_slot
 
 pytestmark = pytest.mark.integration
@@ -61,13 +59,12 @@ async def maybe_locked(url: str, slots: list[Slot]) -> AsyncIterator[None]:
 async def test_expires_exactly_the_oldest_unlocked_and_counts_skipped_exactly(
     db: SlotDatabase, specs: list[tuple[int, SlotStatus, bool]], batch_size: int
 ) -> None:
-    await db.execute("TRUNCATE availability_slots")
+    await db.execute("TRUNCATE availability_slots CASCADE")
     slots = [(make_slot(timedelta(minutes=m), status), locked) for m, status, locked in specs]
     await db.insert(slot for slot, _ in slots)
-    cycle = ExpiryCycle(lambda: SlotStore.connect(db.url, LIMITS), batch_size)
 
     async with maybe_locked(db.url, [slot for slot, locked in slots if locked]):
-        result = await cycle.run(uuid4(), AS_OF)
+        result = await run_cycle(db.url, batch_size)
 
     taken, skipped = expected_outcome(slots, batch_size)
     assert [r.id for r in result.expired] == [s.id for s in taken]

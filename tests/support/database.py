@@ -32,6 +32,16 @@ class Row:
     xmin: int
 
 
+@dataclass(frozen=True, slots=True)
+class Quarantined:
+    attempts: int
+    first_failed_at: datetime
+    last_failed_at: datetime
+    next_attempt_at: datetime
+    sqlstate: str
+    message: str
+
+
 class SlotDatabase:
     """An autocommit connection for arranging and asserting, beside the worker's own."""
 
@@ -58,6 +68,13 @@ class SlotDatabase:
         return {
             r[0]: Row(r[0], SlotStatus(r[1]), r[2], r[3], r[4]) for r in await cursor.fetchall()
         }
+
+    async def quarantine(self) -> dict[UUID, Quarantined]:
+        cursor = await self.conn.execute(
+            "SELECT slot_id, attempts, first_failed_at, last_failed_at, next_attempt_at, "
+            "sqlstate, message FROM slot_expiration_failures"
+        )
+        return {r[0]: Quarantined(*r[1:]) for r in await cursor.fetchall()}
 
     async def statuses(self) -> dict[UUID, SlotStatus]:
         return {slot_id: row.status for slot_id, row in (await self.rows()).items()}

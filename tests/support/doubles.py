@@ -8,18 +8,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
-from slot_expiration.cycle import CycleResult
+from slot_expiration.cycle import BatchResult, CycleResult, CycleRun, StopReason
 
 
-def empty_result(run_id: UUID, as_of: datetime) -> CycleResult:
+def empty_result(run: CycleRun) -> CycleResult:
     """What a fake cycle returns: it expired nothing, quickly."""
     return CycleResult(
-        run_id=run_id,
-        as_of=as_of,
-        expired=(),
+        run_id=run.run_id,
+        as_of=run.as_of,
+        batches=1,
+        expired_count=0,
         skipped_locked_count=0,
-        failures=(),
+        failed_count=0,
+        failed_sample=(),
         duration_ms=1.0,
+        stop_reason=StopReason.DRAINED,
     )
 
 
@@ -51,6 +54,7 @@ class RecordingHooks:
     """Remembers what the loop reported and lets a test await the next outcome."""
 
     started: list[UUID] = field(default_factory=list)
+    batches: list[BatchResult] = field(default_factory=list)
     completed: list[CycleResult] = field(default_factory=list)
     failed: list[tuple[BaseException, bool]] = field(default_factory=list)
     skipped: int = 0
@@ -61,6 +65,12 @@ class RecordingHooks:
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         self.started.append(run_id)
         self.began.set()
+
+    def batch_started(self, run_id: UUID, number: int) -> None:
+        pass
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        self.batches.append(batch)
 
     def cycle_completed(self, result: CycleResult) -> None:
         self.completed.append(result)

@@ -1,4 +1,4 @@
-"""What one cycle did: counts, and the JSON summary other tools script against."""
+"""What a batch and a cycle did: counts, bounded samples, and the JSON summary scripts read."""
 
 from __future__ import annotations
 
@@ -6,7 +6,16 @@ import json
 from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
-from slot_expiration.cycle import CycleResult, ItemFailure
+from hypothesis import given
+from hypothesis import strategies as st
+
+from slot_expiration.cycle import (
+    FAILED_SAMPLE_SIZE,
+    BatchResult,
+    CycleTally,
+    ItemFailure,
+    StopReason,
+)
 from slot_expiration.domain import SlotRef
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -17,22 +26,33 @@ def _slot() -> SlotRef:
     return SlotRef(id=uuid4(), tenant_id=uuid4())
 
 
-def _result(expired: int, failed: int, skipped_locked: int = 0) -> CycleResult:
-    return CycleResult(
-        run_id=RUN_ID,
-        as_of=AS_OF,
+def _batch(number: int, expired: int, failed: int, skipped_locked: int = 0) -> BatchResult:
+    return BatchResult(
+        number=number,
         expired=tuple(_slot() for _ in range(expired)),
-        skipped_locked_count=skipped_locked,
         failures=tuple(
             ItemFailure(slot=_slot(), sqlstate="23514", message="check violated")
             for _ in range(failed)
         ),
-        duration_ms=41.98765,
+        skipped_locked_count=skipped_locked,
+        duration_ms=3.0,
+        exhausted=False,
     )
 
 
+def _tally(*batches: BatchResult) -> CycleTally:
+    tally = CycleTally(RUN_ID, AS_OF)
+    for batch in batches:
+        tally.add(batch)
+    return tally
+
+
 def test_summary_starts_with_expired_skipped_locked_and_duration_ms() -> None:
-    summary = _result(expired=3, failed=0, skipped_locked=2).summary()
+    result = _tally(_batch(1, expired=3, failed=0, skipped_locked=2)).result(
+        41.98765, StopReason.DRAINED
+    )
+
+    summary = result.summary()
 
     assert list(summary)[:3] == ["expired_count", "skipped_locked_count", "duration_ms"]
     assert summary["expired_count"] == 3
@@ -41,36 +61,58 @@ def test_summary_starts_with_expired_skipped_locked_and_duration_ms() -> None:
 
 
 def test_summary_is_json_serialisable_and_round_trips() -> None:
-    result = _result(expired=2, failed=1, skipped_locked=1)
+    result = _tally(_batch(1, expired=2, failed=1, skipped_locked=1)).result(
+        5.0, StopReason.MAX_BATCHES
+    )
 
     decoded = json.loads(json.dumps(result.summary()))
 
     assert decoded == result.summary()
     assert decoded["run_id"] == str(RUN_ID)
     assert decoded["as_of"] == "2026-12-02T12:00:00+00:00"
+    assert decoded["stop_reason"] == "max_batches"
 
 
-def test_summary_lists_the_ids_of_the_failed_slots() -> None:
-    result = _result(expired=2, failed=2)
+def test_a_cycle_adds_up_its_batches() -> None:
+    batches = (_batch(1, 500, 2, 3), _batch(2, 500, 0, 1), _batch(3, 120, 1, 0))
 
-    summary = result.summary()
+    result = _tally(*batches).result(10.0, StopReason.DRAINED)
 
-    assert summary["failed_count"] == 2
-    assert summary["failed_slot_ids"] == [str(f.slot.id) for f in result.failures]
+    assert result.batches == 3
+    assert result.expired_count == 1120
+    assert result.failed_count == 3
+    assert result.skipped_locked_count == 4
+    assert result.selected_count == 1123
+    assert result.summary()["batches"] == 3
 
 
-def test_selected_count_is_the_expired_plus_the_failed_rows() -> None:
-    result = _result(expired=5, failed=2)
+def test_the_summary_samples_the_first_failed_ids_in_order() -> None:
+    first, second = _batch(1, 0, 2), _batch(2, 0, 2)
 
-    assert result.expired_count == 5
-    assert result.failed_count == 2
-    assert result.selected_count == 7
-    assert result.summary()["selected_count"] == 7
+    summary = _tally(first, second).result(1.0, StopReason.DRAINED).summary()
+
+    expected = [str(f.slot.id) for f in (*first.failures, *second.failures)]
+    assert summary["failed_slot_ids_sample"] == expected
+    assert summary["failed_count"] == 4
+
+
+@given(failed_per_batch=st.lists(st.integers(min_value=0, max_value=3_000), max_size=6))
+def test_the_result_stays_bounded_however_many_rows_fail(failed_per_batch: list[int]) -> None:
+    tally = CycleTally(RUN_ID, AS_OF)
+    for number, failed in enumerate(failed_per_batch, start=1):
+        tally.add(_batch(number, expired=1, failed=failed))
+
+    result = tally.result(1.0, StopReason.DRAINED)
+
+    assert result.failed_count == sum(failed_per_batch)
+    assert len(result.failed_sample) == min(sum(failed_per_batch), FAILED_SAMPLE_SIZE)
+    assert len(json.dumps(result.summary())) < 1_000
 
 
 def test_an_empty_cycle_summarises_to_zero_counts() -> None:
-    summary = _result(expired=0, failed=0).summary()
+    summary = _tally(_batch(1, 0, 0)).result(1.0, StopReason.DRAINED).summary()
 
     assert summary["expired_count"] == 0
     assert summary["selected_count"] == 0
-    assert summary["failed_slot_ids"] == []
+    assert summary["failed_slot_ids_sample"] == []
+    assert summary["batches"] == 1

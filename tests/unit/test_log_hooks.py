@@ -10,7 +10,7 @@ from uuid import UUID, uuid4
 import pytest
 from structlog.testing import capture_logs
 
-from slot_expiration.cycle import CycleResult, ItemFailure
+from slot_expiration.cycle import BatchResult, CycleResult, ItemFailure, StopReason
 from slot_expiration.domain import SlotRef
 from slot_expiration.telemetry import CycleHooks, Event, FanOutHooks, LogHooks
 
@@ -23,25 +23,49 @@ def _slots(count: int) -> tuple[SlotRef, ...]:
     return tuple(SlotRef(id=uuid4(), tenant_id=uuid4()) for _ in range(count))
 
 
+def _batch(expired: int = 0, failures: Sequence[ItemFailure] = ()) -> BatchResult:
+    return BatchResult(
+        number=1,
+        expired=_slots(expired),
+        failures=tuple(failures),
+        skipped_locked_count=0,
+        duration_ms=5.0,
+        exhausted=True,
+    )
+
+
 def _result(
     expired: int = 0,
-    failures: Sequence[ItemFailure] = (),
+    failed: int = 0,
     skipped_locked: int = 0,
     duration_ms: float = 12.3456,
+    batches: int = 1,
 ) -> CycleResult:
     return CycleResult(
         run_id=uuid4(),
         as_of=AS_OF,
-        expired=_slots(expired),
+        batches=batches,
+        expired_count=expired,
         skipped_locked_count=skipped_locked,
-        failures=tuple(failures),
+        failed_count=failed,
+        failed_sample=_slots(min(failed, 10)),
         duration_ms=duration_ms,
+        stop_reason=StopReason.DRAINED,
     )
 
 
-def _failure(sqlstate: str = "23514") -> ItemFailure:
+NEXT_ATTEMPT = datetime(2026, 12, 2, 12, 5, tzinfo=UTC)
+
+
+def _failure(sqlstate: str = "23514", attempts: int = 1) -> ItemFailure:
     (slot,) = _slots(1)
-    return ItemFailure(slot=slot, sqlstate=sqlstate, message="slot refuses to expire")
+    return ItemFailure(
+        slot=slot,
+        sqlstate=sqlstate,
+        message="slot refuses to expire",
+        attempts=attempts,
+        next_attempt_at=NEXT_ATTEMPT,
+    )
 
 
 def _events(logs: list[LogEntry]) -> list[str]:
@@ -83,7 +107,9 @@ def test_every_hook_logs_its_stable_event_name() -> None:
         hooks = LogHooks()
         hooks.loop_started(interval_seconds=300.0, batch_size=500)
         hooks.cycle_started(uuid4(), AS_OF)
-        hooks.cycle_completed(_result(expired=2, failures=[_failure()]))
+        hooks.batch_started(uuid4(), 1)
+        hooks.batch_completed(uuid4(), _batch(expired=2, failures=[_failure()]))
+        hooks.cycle_completed(_result(expired=2, failed=1))
         hooks.cycle_failed(uuid4(), RuntimeError("connection lost"), budget_exceeded=False)
         hooks.tick_skipped(1)
         hooks.loop_stopping(cycle_in_flight=False)
@@ -114,7 +140,7 @@ def test_cycle_started_carries_the_run_id_and_as_of() -> None:
 
 
 def test_cycle_completed_carries_expired_skipped_locked_and_duration_ms() -> None:
-    result = _result(expired=3, skipped_locked=4, duration_ms=12.3456)
+    result = _result(expired=3, skipped_locked=4, duration_ms=12.3456, batches=2)
     with capture_logs() as logs:
         LogHooks().cycle_completed(result)
 
@@ -125,29 +151,35 @@ def test_cycle_completed_carries_expired_skipped_locked_and_duration_ms() -> Non
     assert entry["skipped_locked_count"] == 4
     assert entry["failed_count"] == 0
     assert entry["duration_ms"] == 12.346
+    assert entry["batches"] == 2
+    assert entry["stop_reason"] == "drained"
 
 
 def test_batch_selected_counts_the_expired_and_the_failed_rows() -> None:
+    run_id = uuid4()
     with capture_logs() as logs:
-        LogHooks().cycle_completed(_result(expired=5, failures=[_failure(), _failure()]))
+        LogHooks().batch_completed(run_id, _batch(expired=5, failures=[_failure(), _failure()]))
 
-    assert _only(logs, "batch.selected")["count"] == 7
+    entry = _only(logs, "batch.selected")
+    assert (entry["count"], entry["batch"], entry["run_id"]) == (7, 1, str(run_id))
 
 
-def test_a_result_with_500_expired_slots_logs_only_batch_selected_and_cycle_completed() -> None:
-    result = _result(expired=500)
+def test_a_batch_of_500_expired_slots_logs_one_batch_selected_and_no_per_slot_event() -> None:
+    batch = _batch(expired=500)
     with capture_logs() as logs:
-        LogHooks().cycle_completed(result)
+        hooks = LogHooks()
+        hooks.batch_started(uuid4(), 1)
+        hooks.batch_completed(uuid4(), batch)
 
-    assert _events(logs) == ["batch.selected", "cycle.completed"]
-    assert all(str(slot.id) not in repr(logs) for slot in result.expired)  # no per-slot event
+    assert _events(logs) == ["batch.selected"]
+    assert all(str(slot.id) not in repr(logs) for slot in batch.expired)
 
 
 def test_each_failed_item_is_logged_once_at_error_with_its_slot_id_and_sqlstate() -> None:
-    failures = [_failure("23514"), _failure("P0001"), _failure("22012")]
-    result = _result(expired=10, failures=failures)
+    failures = [_failure("23514"), _failure("P0001", attempts=3), _failure("22012")]
+    run_id = uuid4()
     with capture_logs() as logs:
-        LogHooks().cycle_completed(result)
+        LogHooks().batch_completed(run_id, _batch(expired=10, failures=failures))
 
     items = [entry for entry in logs if entry["event"] == "item.failed"]
     assert len(items) == len(failures)
@@ -157,8 +189,9 @@ def test_each_failed_item_is_logged_once_at_error_with_its_slot_id_and_sqlstate(
         assert entry["tenant_id"] == str(failure.slot.tenant_id)
         assert entry["sqlstate"] == failure.sqlstate
         assert entry["exception"] == "slot refuses to expire"
-        assert entry["run_id"] == str(result.run_id)
-    assert _only(logs, "cycle.completed")["failed_count"] == 3
+        assert entry["run_id"] == str(run_id)
+        assert entry["attempts"] == failure.attempts
+        assert entry["next_attempt_at"] == NEXT_ATTEMPT.isoformat()
 
 
 @pytest.mark.parametrize(
@@ -226,6 +259,12 @@ class CallLog:
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         self._record("cycle_started", run_id, as_of)
 
+    def batch_started(self, run_id: UUID, number: int) -> None:
+        self._record("batch_started", run_id, number)
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        self._record("batch_completed", run_id, batch)
+
     def cycle_completed(self, result: CycleResult) -> None:
         self._record("cycle_completed", result)
 
@@ -250,9 +289,12 @@ def test_fan_out_hooks_passes_each_event_to_every_sink_in_order() -> None:
     sinks: list[CycleHooks] = [CallLog(calls, "first"), CallLog(calls, "second")]
     hooks = FanOutHooks(sinks)
     run_id, result, error = uuid4(), _result(expired=1), RuntimeError("down")
+    batch = _batch(expired=1)
 
     hooks.loop_started(300.0, 500)
     hooks.cycle_started(run_id, AS_OF)
+    hooks.batch_started(run_id, 1)
+    hooks.batch_completed(run_id, batch)
     hooks.cycle_completed(result)
     hooks.cycle_failed(run_id, error, budget_exceeded=True)
     hooks.tick_skipped(2)
@@ -262,6 +304,8 @@ def test_fan_out_hooks_passes_each_event_to_every_sink_in_order() -> None:
     expected = [
         ("loop_started", (300.0, 500)),
         ("cycle_started", (run_id, AS_OF)),
+        ("batch_started", (run_id, 1)),
+        ("batch_completed", (run_id, batch)),
         ("cycle_completed", (result,)),
         ("cycle_failed", (run_id, error, True)),
         ("tick_skipped", (2,)),

@@ -8,7 +8,7 @@ from uuid import UUID
 
 import pytest
 
-from slot_expiration.cycle import CycleResult
+from slot_expiration.cycle import CycleResult, CycleRun
 from slot_expiration.loop import CycleBudgetExceededError, CycleCancelledError, observed_cycle
 from tests.support.doubles import RecordingHooks, empty_result
 
@@ -25,8 +25,8 @@ class OneCycle:
         self.entered = asyncio.Event()
         self.cancelled = asyncio.Event()
 
-    async def run(self, run_id: UUID, as_of: datetime) -> CycleResult:
-        self.run_ids.append(run_id)
+    async def run(self, run: CycleRun) -> CycleResult:
+        self.run_ids.append(run.run_id)
         self.entered.set()
         if self._error is not None:
             raise self._error
@@ -36,7 +36,7 @@ class OneCycle:
             except asyncio.CancelledError:
                 self.cancelled.set()
                 raise
-        return empty_result(run_id, as_of)
+        return empty_result(run)
 
 
 async def test_a_completed_cycle_is_returned_and_reported_started_then_completed() -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-from slot_expiration.cycle import CycleResult
+from slot_expiration.cycle import CycleResult, CycleRun
 from slot_expiration.loop import CycleCancelledError, LoopStats, LoopTiming, PollingLoop, StopSignal
 from tests.support.doubles import ManualTicker, RecordingHooks, empty_result
 
@@ -33,8 +33,8 @@ class FakeCycle:
         self.release = asyncio.Event()
         self.cancelled = asyncio.Event()
 
-    async def run(self, run_id: UUID, as_of: datetime) -> CycleResult:
-        self.runs.append((run_id, as_of))
+    async def run(self, run: CycleRun) -> CycleResult:
+        self.runs.append((run.run_id, run.as_of))
         step = self._script.pop(0) if self._script else "ok"
         if isinstance(step, BaseException):
             raise step
@@ -44,7 +44,7 @@ class FakeCycle:
             except asyncio.CancelledError:
                 self.cancelled.set()
                 raise
-        return empty_result(run_id, as_of)
+        return empty_result(run)
 
 
 @dataclass

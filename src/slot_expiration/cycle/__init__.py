@@ -1,6 +1,30 @@
-"""One cycle of the worker: one batch, one result."""
+"""One cycle of the worker: one batch (or, draining, several), one result."""
 
+from slot_expiration.cycle.backoff import PoisonBackoff
 from slot_expiration.cycle.expiry_cycle import ExpiryCycle, StoreFactory
-from slot_expiration.cycle.result import CycleResult, ItemFailure
+from slot_expiration.cycle.limits import CycleLimits
+from slot_expiration.cycle.result import (
+    FAILED_SAMPLE_SIZE,
+    BatchResult,
+    CycleResult,
+    CycleTally,
+    ItemFailure,
+    StopReason,
+)
+from slot_expiration.cycle.run import BatchObserver, CycleRun, NoBatchObserver
 
-__all__ = ["CycleResult", "ExpiryCycle", "ItemFailure", "StoreFactory"]
+__all__ = [
+    "FAILED_SAMPLE_SIZE",
+    "BatchObserver",
+    "BatchResult",
+    "CycleLimits",
+    "CycleResult",
+    "CycleRun",
+    "CycleTally",
+    "ExpiryCycle",
+    "ItemFailure",
+    "NoBatchObserver",
+    "PoisonBackoff",
+    "StopReason",
+    "StoreFactory",
+]

@@ -1,4 +1,5 @@
-"""One cycle: expire one batch of past Available slots, isolating poison rows."""
+"""One cycle: expire past Available slots in one batch (or, draining, several),
+isolating and quarantining poison rows."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from uuid import UUID
 
-from slot_expiration.cycle.result import CycleResult, ItemFailure
-from slot_expiration.domain import SlotRef
-from slot_expiration.store import LockedBatch, RowRejectedError, SlotStore
+from slot_expiration.cycle.limits import CycleLimits
+from slot_expiration.cycle.result import BatchResult, CycleResult, CycleTally, StopReason
+from slot_expiration.cycle.row_by_row import RowByRow
+from slot_expiration.cycle.run import CycleRun
+from slot_expiration.domain import utc_now
+from slot_expiration.store import RowRejectedError, SlotStore
 
 StoreFactory = Callable[[], AbstractAsyncContextManager[SlotStore]]
 
@@ -18,75 +21,94 @@ StoreFactory = Callable[[], AbstractAsyncContextManager[SlotStore]]
 class ExpiryCycle:
     """Runs the spec's "One cycle" on a fresh store session.
 
-    The healthy path is one set-based statement. When the database rejects a
-    row, that attempt is rolled back whole and the batch is expired again row
-    by row, each in a savepoint, so only the rejected rows are left out.
-    Infrastructure errors propagate: the batch rolls back whole.
+    Each batch is its own transaction. The healthy path is one set-based
+    statement; when the database rejects a row, that attempt is rolled back
+    whole and the batch is expired again row by row (RowByRow), so only the
+    rejected rows are left out, and they are quarantined for a while.
+    Infrastructure errors propagate: the batch in flight rolls back whole,
+    batches already committed stay committed (and were reported).
     """
 
     def __init__(
         self,
         open_store: StoreFactory,
-        batch_size: int,
+        limits: CycleLimits,
         monotonic: Callable[[], float] = time.monotonic,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._open_store = open_store
-        self._batch_size = batch_size
+        self._limits = limits
         self._monotonic = monotonic
+        self._clock = clock
 
-    async def run(self, run_id: UUID, as_of: datetime) -> CycleResult:
+    async def run(self, run: CycleRun) -> CycleResult:
         started = self._monotonic()
-        failures: tuple[ItemFailure, ...] = ()
+        tally = CycleTally(run.run_id, run.as_of)
         async with self._open_store() as store:
-            try:
-                async with store.transaction():
-                    batch = await store.expire_batch(as_of, self._batch_size)
-                expired = batch.slots
-            except RowRejectedError:
-                batch, expired, failures = await self._expire_row_by_row(store, as_of)
-        return CycleResult(
-            run_id=run_id,
-            as_of=as_of,
-            expired=expired,
-            skipped_locked_count=batch.skipped_locked_count,
-            failures=failures,
-            duration_ms=(self._monotonic() - started) * 1000.0,
+            async with store.transaction():
+                await store.purge_quarantine()
+            reason = await self._batches(store, run, tally)
+        return tally.result((self._monotonic() - started) * 1000.0, reason)
+
+    async def _batches(self, store: SlotStore, run: CycleRun, tally: CycleTally) -> StopReason:
+        longest_seconds = 0.0
+        while True:
+            number = tally.batches + 1
+            run.observer.batch_started(run.run_id, number)
+            batch = await self._batch(store, run, number)
+            tally.add(batch)
+            run.observer.batch_completed(run.run_id, batch)
+            longest_seconds = max(longest_seconds, batch.duration_ms / 1000.0)
+            if (reason := self._stop_reason(run, batch, longest_seconds)) is not None:
+                return reason
+
+    def _stop_reason(
+        self, run: CycleRun, batch: BatchResult, longest_seconds: float
+    ) -> StopReason | None:
+        if batch.exhausted:
+            return StopReason.DRAINED
+        if self._limits.max_batches and batch.number >= self._limits.max_batches:
+            return StopReason.MAX_BATCHES
+        if run.stop_requested():
+            return StopReason.STOP_REQUESTED
+        # Another batch only if twice the slowest so far still fits in the budget.
+        if run.deadline is not None and self._monotonic() + 2 * longest_seconds > run.deadline:
+            return StopReason.BUDGET
+        return None
+
+    async def _batch(self, store: SlotStore, run: CycleRun, number: int) -> BatchResult:
+        started, now = self._monotonic(), self._clock()
+        size = self._limits.batch_size
+        try:
+            async with store.transaction():
+                locked = await store.expire_batch(run.as_of, now, size)
+        except RowRejectedError:
+            slow = RowByRow(store, self._limits, self._monotonic)
+            outcome = await slow.run(run.as_of, now, self._top_up_until(run))
+            return BatchResult(
+                number=number,
+                expired=outcome.expired,
+                failures=outcome.failures,
+                skipped_locked_count=outcome.skipped_locked_count,
+                duration_ms=self._ms_since(started),
+                exhausted=outcome.exhausted,
+            )
+        return BatchResult(
+            number=number,
+            expired=locked.slots,
+            failures=(),
+            skipped_locked_count=locked.skipped_locked_count,
+            duration_ms=self._ms_since(started),
+            exhausted=len(locked.slots) < size,
         )
 
-    async def _expire_row_by_row(
-        self, store: SlotStore, as_of: datetime
-    ) -> tuple[LockedBatch, tuple[SlotRef, ...], tuple[ItemFailure, ...]]:
-        """Expire the batch row by row; rejected rows are left out and the batch is
-        topped up past them, so a run of poison rows at the head of the backlog
-        cannot hold back the rows behind it (at most 2 x batch_size rows tried)."""
-        expired: list[SlotRef] = []
-        failures: list[ItemFailure] = []
-        tried: list[UUID] = []
-        async with store.transaction():
-            await store.check_constraints_immediately()
-            while True:
-                want = min(self._batch_size - len(expired), 2 * self._batch_size - len(tried))
-                batch = await store.lock_batch(as_of, want, exclude_ids=tried)
-                tried.extend(slot.id for slot in batch.slots)
-                rejected = await _expire_each(store, batch, as_of, expired, failures)
-                if not rejected or len(batch.slots) < want or len(tried) >= 2 * self._batch_size:
-                    return batch, tuple(expired), tuple(failures)
+    def _top_up_until(self, run: CycleRun) -> float | None:
+        """Topping a batch up past poison rows may take half of what is left of the
+        budget: the rest is for committing it and the batches after."""
+        if run.deadline is None:
+            return None
+        now = self._monotonic()
+        return now + max(run.deadline - now, 0.0) / 2
 
-
-async def _expire_each(
-    store: SlotStore,
-    batch: LockedBatch,
-    as_of: datetime,
-    expired: list[SlotRef],
-    failures: list[ItemFailure],
-) -> int:
-    """Expire each locked slot in its own savepoint; returns how many were rejected."""
-    rejected = 0
-    for slot in batch.slots:
-        try:
-            if await store.expire_slot(slot.id, as_of):
-                expired.append(slot)
-        except RowRejectedError as exc:
-            failures.append(ItemFailure(slot=slot, sqlstate=exc.sqlstate, message=str(exc)))
-            rejected += 1
-    return rejected
+    def _ms_since(self, started: float) -> float:
+        return (self._monotonic() - started) * 1000.0

@@ -1,45 +1,90 @@
-"""What one cycle did, for the logs, the metrics and the `once --json` output."""
+"""What a batch and a cycle did, for the logs, the metrics and the `once --json` output.
+
+A cycle runs one batch (the spec's behaviour) or, in drain mode, several; each
+batch is its own transaction. A BatchResult lists what its transaction touched
+(bounded by the batch size); a CycleResult only adds up counts and keeps a few
+sample ids, so it stays small however many rows a cycle drains or fails.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
 from slot_expiration.domain import SlotRef
 
+# How many failed slot ids a cycle's summary shows; every one is logged anyway.
+FAILED_SAMPLE_SIZE = 10
+
 
 @dataclass(frozen=True, slots=True)
 class ItemFailure:
-    """A poison row: the database refused its transition; it stays Available."""
+    """A poison row: the database refused its transition; it stays Available.
+
+    `attempts` counts this failure too; the row is quarantined until
+    `next_attempt_at` (None when the cycle could not record it).
+    """
 
     slot: SlotRef
     sqlstate: str
     message: str
+    attempts: int = 1
+    next_attempt_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class CycleResult:
-    run_id: UUID
-    as_of: datetime
+class BatchResult:
+    """One transaction of a cycle: committed whole, with everything it lists."""
+
+    number: int  # 1 for the first batch of a cycle
     expired: tuple[SlotRef, ...]
-    skipped_locked_count: int
     failures: tuple[ItemFailure, ...]
+    skipped_locked_count: int
     duration_ms: float
+    exhausted: bool  # the selection found fewer rows than asked for: nothing more is due now
 
     @property
     def expired_count(self) -> int:
         return len(self.expired)
 
     @property
-    def selected_count(self) -> int:
-        """Rows the cycle locked: those it expired plus the poison ones it left."""
-        return len(self.expired) + len(self.failures)
-
-    @property
     def failed_count(self) -> int:
         return len(self.failures)
+
+    @property
+    def selected_count(self) -> int:
+        """Rows the batch locked: those it expired plus the poison ones it left."""
+        return len(self.expired) + len(self.failures)
+
+
+class StopReason(StrEnum):
+    """Why a cycle ran no further batch."""
+
+    DRAINED = "drained"  # the last batch came back short: the backlog is done for now
+    MAX_BATCHES = "max_batches"  # it ran --max-batches-per-cycle batches
+    BUDGET = "budget"  # too little of the cycle budget was left for another batch
+    STOP_REQUESTED = "stop_requested"  # SIGTERM/SIGINT arrived between two batches
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    run_id: UUID
+    as_of: datetime
+    batches: int
+    expired_count: int
+    skipped_locked_count: int
+    failed_count: int
+    failed_sample: tuple[SlotRef, ...]
+    duration_ms: float
+    stop_reason: StopReason
+
+    @property
+    def selected_count(self) -> int:
+        """Rows the cycle locked: those it expired plus the poison ones it left."""
+        return self.expired_count + self.failed_count
 
     def summary(self) -> dict[str, Any]:
         """The JSON-ready summary; the first three keys are a scripting contract."""
@@ -49,7 +94,43 @@ class CycleResult:
             "duration_ms": round(self.duration_ms, 3),
             "selected_count": self.selected_count,
             "failed_count": self.failed_count,
-            "failed_slot_ids": [str(f.slot.id) for f in self.failures],
+            "failed_slot_ids_sample": [str(slot.id) for slot in self.failed_sample],
+            "batches": self.batches,
+            "stop_reason": self.stop_reason.value,
             "run_id": str(self.run_id),
             "as_of": self.as_of.isoformat(),
         }
+
+
+@dataclass(slots=True)
+class CycleTally:
+    """Adds up a cycle's batches as they commit."""
+
+    run_id: UUID
+    as_of: datetime
+    batches: int = 0
+    expired_count: int = 0
+    skipped_locked_count: int = 0
+    failed_count: int = 0
+    failed_sample: list[SlotRef] = field(default_factory=list)
+
+    def add(self, batch: BatchResult) -> None:
+        self.batches += 1
+        self.expired_count += batch.expired_count
+        self.skipped_locked_count += batch.skipped_locked_count
+        self.failed_count += batch.failed_count
+        room = FAILED_SAMPLE_SIZE - len(self.failed_sample)
+        self.failed_sample.extend(f.slot for f in batch.failures[: max(room, 0)])
+
+    def result(self, duration_ms: float, stop_reason: StopReason) -> CycleResult:
+        return CycleResult(
+            run_id=self.run_id,
+            as_of=self.as_of,
+            batches=self.batches,
+            expired_count=self.expired_count,
+            skipped_locked_count=self.skipped_locked_count,
+            failed_count=self.failed_count,
+            failed_sample=tuple(self.failed_sample),
+            duration_ms=duration_ms,
+            stop_reason=stop_reason,
+        )

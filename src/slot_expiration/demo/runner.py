@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TextIO
 from uuid import UUID
 
-from slot_expiration.cycle import CycleResult
+from slot_expiration.cycle import BatchResult, CycleResult
 from slot_expiration.demo.seed import DemoMix, demo_slots
 from slot_expiration.domain import SlotStatus
 from slot_expiration.loop import StopSignal, utc_now
@@ -32,6 +32,12 @@ class ProgressHooks:
 
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         del run_id, as_of  # only completions are shown
+
+    def batch_started(self, run_id: UUID, number: int) -> None:
+        del run_id, number
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        del run_id, batch  # the cycle's totals are shown
 
     def cycle_completed(self, result: CycleResult) -> None:
         self._cycles += 1

@@ -1,5 +1,27 @@
-"""The availability slot as far as the expiration worker needs it."""
+"""The slot as a value: its row, its identity, its status and the one state machine."""
 
+from slot_expiration.domain.clock import utc_now
+from slot_expiration.domain.lifecycle import (
+    EXPIRE,
+    ForbiddenTransitionError,
+    Transition,
+    allowed_targets,
+    is_terminal,
+    require_transition,
+    sources_of,
+)
 from slot_expiration.domain.slot import Slot, SlotRef, SlotStatus
 
-__all__ = ["Slot", "SlotRef", "SlotStatus"]
+__all__ = [
+    "EXPIRE",
+    "ForbiddenTransitionError",
+    "Slot",
+    "SlotRef",
+    "SlotStatus",
+    "Transition",
+    "allowed_targets",
+    "is_terminal",
+    "require_transition",
+    "sources_of",
+    "utc_now",
+]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
+from slot_expiration.domain import utc_now
 from slot_expiration.loop.observed_cycle import Cycle, observed_cycle
 from slot_expiration.loop.signals import StopSignal
 from slot_expiration.loop.ticker import Ticker
@@ -26,10 +27,6 @@ class LoopStats:
     ticks_skipped: int = 0
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class PollingLoop:
     """Starts a cycle on each tick unless one is running; never lets a cycle kill it."""
 
@@ -47,9 +44,11 @@ class PollingLoop:
         self._timing = timing
         self._now = now
         self._in_flight: asyncio.Task[None] | None = None
+        self._stop = StopSignal()
         self.stats = LoopStats()
 
     async def run(self, stop: StopSignal) -> LoopStats:
+        self._stop = stop
         async for _ in self._ticker.ticks(stop.requested):
             self._on_tick()
         in_flight = self._in_flight is not None and not self._in_flight.done()
@@ -68,7 +67,11 @@ class PollingLoop:
     async def _guarded_cycle(self) -> None:
         try:
             await observed_cycle(
-                self._cycle, self._hooks, self._timing.max_cycle_seconds, self._now()
+                self._cycle,
+                self._hooks,
+                self._timing.max_cycle_seconds,
+                self._now(),
+                stop_requested=self._stop.requested.is_set,
             )
         except asyncio.CancelledError:
             self.stats.cycles_failed += 1

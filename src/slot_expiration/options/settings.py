@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 from urllib.parse import (
     parse_qsl,
     unquote,
@@ -20,7 +20,7 @@ from urllib.parse import (
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "SLOT_EXPIRATION_"
@@ -44,6 +44,10 @@ class WorkerOptions(BaseSettings):
     interval_seconds: Annotated[float, Field(gt=0, le=86_400)] = 300.0
     max_cycle_seconds: Annotated[float, Field(gt=0, le=3_600)] = 30.0
     shutdown_grace_seconds: Annotated[float, Field(ge=0, le=3_600)] = 10.0
+    max_batches_per_cycle: Annotated[int, Field(ge=0, le=1_000_000)] = 1
+    lock_timeout_seconds: Annotated[float, Field(gt=0, le=3_600)] = 2.0
+    poison_backoff_seconds: Annotated[float, Field(gt=0, le=86_400)] = 300.0
+    poison_backoff_max_seconds: Annotated[float, Field(gt=0, le=30 * 86_400)] = 3_600.0
     log_format: LogFormat = LogFormat.JSON
 
     @field_validator("database_url")
@@ -52,6 +56,12 @@ class WorkerOptions(BaseSettings):
         if value is not None:
             check_database_url(value.get_secret_value())
         return value
+
+    @model_validator(mode="after")
+    def _backoff_range(self) -> Self:
+        if self.poison_backoff_max_seconds < self.poison_backoff_seconds:
+            raise ValueError("poison_backoff_max_seconds must be at least poison_backoff_seconds")
+        return self
 
     def require_database_url(self) -> str:
         if self.database_url is None:
@@ -70,6 +80,10 @@ class WorkerOptions(BaseSettings):
     @property
     def statement_timeout_ms(self) -> int:
         return math.ceil(self.max_cycle_seconds * 1000)
+
+    @property
+    def lock_timeout_ms(self) -> int:
+        return math.ceil(self.lock_timeout_seconds * 1000)
 
 
 def check_database_url(url: str) -> None:
@@ -149,8 +163,11 @@ def _describe(exc: ValidationError, environment: bool) -> str:
     # pydantic's own rendering repeats the input value: a password could leak.
     problems = []
     for error in exc.errors(include_input=False, include_url=False):
-        field = ".".join(str(part) for part in error["loc"]) or "options"
+        field = ".".join(str(part) for part in error["loc"])
         message = str(error["msg"]).removeprefix("Value error, ")
+        if not field:  # a rule across several options names them itself
+            problems.append(f"options: {message}")
+            continue
         source = "--" + field.replace("_", "-")
         if environment:
             source += f" / {ENV_PREFIX}{field.upper()}"

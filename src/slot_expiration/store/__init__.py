@@ -7,10 +7,16 @@ from slot_expiration.store.errors import (
     StoreConnectError,
     StoreUnavailableError,
 )
-from slot_expiration.store.slot_store import LockedBatch, SessionLimits, SlotStore
+from slot_expiration.store.slot_store import (
+    LockedBatch,
+    QuarantineEntry,
+    SessionLimits,
+    SlotStore,
+)
 
 __all__ = [
     "LockedBatch",
+    "QuarantineEntry",
     "RowRejectedError",
     "SchemaMissingError",
     "SessionLimits",

@@ -30,11 +30,11 @@ class StoreConnectError(StoreUnavailableError):
 
 
 class SchemaMissingError(SlotStoreError):
-    """The database answers but `availability_slots` does not exist yet."""
+    """The database answers but the worker's tables do not exist yet (or not all)."""
 
     def __init__(self) -> None:
         super().__init__(
-            "table availability_slots does not exist: run `slot-expiration migrate` first"
+            "the schema is missing or out of date: run `slot-expiration migrate` first"
         )
 
 

@@ -5,19 +5,25 @@
 -- name: expire_batch
 -- The healthy-batch fast path, one round trip: lock up to batch_size
 -- expirable rows, oldest start_at first, passing over rows another
--- transaction holds; expire them; and count the rows passed over inside
--- the batch's window. The window is the whole predicate when the batch is
--- not full, else every row up to the last one taken, in (start_at, id)
--- order. Rows passed over are still Available in this statement's
--- snapshot: they were locked by another transaction when the worker reached
--- them, or (rarely) changed by one that committed in between.
+-- transaction holds and rows in quarantine until their next attempt; expire
+-- them (Available -> Expired, the state machine's EXPIRE); drop the
+-- quarantine entries of the rows that now expired; and count the rows
+-- passed over inside the batch's window. The window is the whole predicate
+-- when the batch is not full, else every row up to the last one taken, in
+-- (start_at, id) order. Rows passed over are still Available in this
+-- statement's snapshot: they were locked by another transaction when the
+-- worker reached them, or (rarely) changed by one that committed in between.
 WITH picked AS MATERIALIZED (
-    SELECT id, start_at
-    FROM availability_slots
-    WHERE status = 'Available' AND start_at <= %(as_of)s
-    ORDER BY start_at, id
+    SELECT s.id, s.start_at
+    FROM availability_slots AS s
+    WHERE s.status = 'Available' AND s.start_at <= %(as_of)s
+      AND NOT EXISTS (
+          SELECT FROM slot_expiration_failures AS q
+          WHERE q.slot_id = s.id AND q.next_attempt_at > %(now)s
+      )
+    ORDER BY s.start_at, s.id
     LIMIT %(batch_size)s
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF s SKIP LOCKED
 ),
 expired AS (
     UPDATE availability_slots AS s
@@ -25,6 +31,11 @@ expired AS (
     FROM picked
     WHERE s.id = picked.id AND s.status = 'Available'
     RETURNING s.id, s.tenant_id, s.start_at
+),
+released AS (
+    DELETE FROM slot_expiration_failures AS q
+    USING expired AS e
+    WHERE q.slot_id = e.id
 ),
 window_end AS (
     SELECT start_at, id FROM picked
@@ -46,21 +57,30 @@ SELECT
               OR (a.start_at, a.id) <= (SELECT start_at, id FROM window_end)
           )
           AND a.id NOT IN (SELECT id FROM picked)
+          AND NOT EXISTS (
+              SELECT FROM slot_expiration_failures AS q
+              WHERE q.slot_id = a.id AND q.next_attempt_at > %(now)s
+          )
     ) AS skipped_locked_count
 FROM expired AS e;
 
 -- name: lock_batch
 -- The poison-isolation path: the same selection and skipped-row count as
--- expire_batch, but only locking, and leaving out the rows this transaction
--- already tried (exclude_ids); the rows are then expired one by one.
+-- expire_batch, but only locking, leaving out the rows this transaction
+-- already tried (exclude_ids), and returning how often each row failed
+-- before; the rows are then expired one by one.
 WITH picked AS MATERIALIZED (
-    SELECT id, tenant_id, start_at
-    FROM availability_slots
-    WHERE status = 'Available' AND start_at <= %(as_of)s
-      AND id <> ALL (%(exclude_ids)s::uuid[])
-    ORDER BY start_at, id
+    SELECT s.id, s.tenant_id, s.start_at
+    FROM availability_slots AS s
+    WHERE s.status = 'Available' AND s.start_at <= %(as_of)s
+      AND s.id <> ALL (%(exclude_ids)s::uuid[])
+      AND NOT EXISTS (
+          SELECT FROM slot_expiration_failures AS q
+          WHERE q.slot_id = s.id AND q.next_attempt_at > %(now)s
+      )
+    ORDER BY s.start_at, s.id
     LIMIT %(batch_size)s
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF s SKIP LOCKED
 ),
 window_end AS (
     SELECT start_at, id FROM picked
@@ -72,6 +92,14 @@ SELECT
     coalesce((SELECT array_agg(id ORDER BY start_at, id) FROM picked), '{}') AS ids,
     coalesce((SELECT array_agg(tenant_id ORDER BY start_at, id) FROM picked), '{}')
         AS tenant_ids,
+    coalesce(
+        (
+            SELECT array_agg(coalesce(q.attempts, 0) ORDER BY p.start_at, p.id)
+            FROM picked AS p
+            LEFT JOIN slot_expiration_failures AS q ON q.slot_id = p.id
+        ),
+        '{}'
+    ) AS previous_attempts,
     (
         SELECT count(*)
         FROM availability_slots AS a
@@ -83,7 +111,46 @@ SELECT
           )
           AND a.id NOT IN (SELECT id FROM picked)
           AND a.id <> ALL (%(exclude_ids)s::uuid[])
+          AND NOT EXISTS (
+              SELECT FROM slot_expiration_failures AS q
+              WHERE q.slot_id = a.id AND q.next_attempt_at > %(now)s
+          )
     ) AS skipped_locked_count;
+
+-- name: quarantine_rows
+-- Record the rows the database rejected in this batch, in the batch's own
+-- transaction: the selection passes over each until its next attempt. The
+-- first failure is kept; the rest reflects the latest attempt.
+INSERT INTO slot_expiration_failures AS q
+    (slot_id, attempts, first_failed_at, last_failed_at, next_attempt_at, sqlstate, message)
+SELECT r.slot_id, r.attempts, %(now)s, %(now)s, r.next_attempt_at, r.sqlstate, r.message
+FROM unnest(
+    %(ids)s::uuid[], %(attempts)s::integer[], %(next_attempts)s::timestamptz[],
+    %(sqlstates)s::text[], %(messages)s::text[]
+) AS r (slot_id, attempts, next_attempt_at, sqlstate, message)
+ON CONFLICT (slot_id) DO UPDATE SET
+    attempts = excluded.attempts,
+    last_failed_at = excluded.last_failed_at,
+    next_attempt_at = excluded.next_attempt_at,
+    sqlstate = excluded.sqlstate,
+    message = excluded.message;
+
+-- name: release_rows
+-- Rows of this batch that expired leave the quarantine with it.
+DELETE FROM slot_expiration_failures WHERE slot_id = ANY (%(ids)s::uuid[]);
+
+-- name: purge_quarantine
+-- A quarantined slot that left Available some other way (booked, archived)
+-- is no longer the worker's business. Entries another worker is purging
+-- right now are passed over, never waited for.
+DELETE FROM slot_expiration_failures
+WHERE slot_id IN (
+    SELECT q.slot_id
+    FROM slot_expiration_failures AS q
+    JOIN availability_slots AS s ON s.id = q.slot_id
+    WHERE s.status <> 'Available'
+    FOR UPDATE OF q SKIP LOCKED
+);
 
 -- name: check_constraints_immediately
 -- Deferred constraints and constraint triggers would only fire at COMMIT,
@@ -96,7 +163,8 @@ SET CONSTRAINTS ALL IMMEDIATE;
 -- URL's own options are kept and connection poolers accept the session.
 SELECT
     set_config('statement_timeout', %(statement_timeout)s, false),
-    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, false);
+    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, false),
+    set_config('lock_timeout', %(lock_timeout)s, false);
 
 -- name: expire_slot
 -- The poison-isolation path, step two: one already-locked row.
@@ -121,5 +189,6 @@ SELECT count(*) FROM availability_slots
 WHERE status = 'Available' AND start_at <= %(as_of)s;
 
 -- name: schema_ready
--- Whether the migrations have created the table the worker needs.
-SELECT to_regclass('availability_slots') IS NOT NULL;
+-- Whether the migrations have created the tables the worker needs.
+SELECT to_regclass('availability_slots') IS NOT NULL
+   AND to_regclass('slot_expiration_failures') IS NOT NULL;

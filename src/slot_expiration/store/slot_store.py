@@ -31,10 +31,26 @@ APPLICATION_NAME = "slot-expiration"
 
 @dataclass(frozen=True, slots=True)
 class LockedBatch:
-    """What one selection took: the slots, oldest first, and the rows it passed over."""
+    """What one selection took: the slots, oldest first, and the rows it passed over.
+
+    `previous_attempts[i]` is how often `slots[i]` was rejected before (0 when it
+    is not in quarantine; only the row-by-row path reads it).
+    """
 
     slots: tuple[SlotRef, ...]
     skipped_locked_count: int
+    previous_attempts: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineEntry:
+    """A rejected row as the quarantine records it."""
+
+    slot_id: UUID
+    attempts: int
+    next_attempt_at: datetime
+    sqlstate: str
+    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +63,14 @@ class SessionLimits:
 
     statement_timeout_ms: int
     idle_in_transaction_timeout_ms: int
+    lock_timeout_ms: int = 2_000
     connect_timeout_seconds: int = 10
 
     def parameters(self) -> dict[str, str]:
         return {
             "statement_timeout": str(self.statement_timeout_ms),
             "idle_timeout": str(self.idle_in_transaction_timeout_ms),
+            "lock_timeout": str(self.lock_timeout_ms),
         }
 
 
@@ -120,17 +138,56 @@ class SlotStore:
         except psycopg.Error:
             await self._conn.close()
 
-    async def expire_batch(self, as_of: datetime, batch_size: int) -> LockedBatch:
-        """Lock and expire a batch in one statement; a rejected row fails it whole."""
-        row = await self._fetch_one("expire_batch", {"as_of": as_of, "batch_size": batch_size})
-        return _locked_batch(row)
+    async def expire_batch(self, as_of: datetime, now: datetime, batch_size: int) -> LockedBatch:
+        """Lock and expire a batch in one statement; a rejected row fails it whole.
+
+        Rows in quarantine until after `now` are passed over.
+        """
+        params = {"as_of": as_of, "now": now, "batch_size": batch_size}
+        ids, tenant_ids, skipped = await self._fetch_one("expire_batch", params)
+        return LockedBatch(slots=_slot_refs(ids, tenant_ids), skipped_locked_count=int(skipped))
 
     async def lock_batch(
-        self, as_of: datetime, batch_size: int, exclude_ids: Sequence[UUID] = ()
+        self, as_of: datetime, now: datetime, batch_size: int, exclude_ids: Sequence[UUID] = ()
     ) -> LockedBatch:
         """Lock a batch without changing it, for row-by-row expiry."""
-        params = {"as_of": as_of, "batch_size": batch_size, "exclude_ids": list(exclude_ids)}
-        return _locked_batch(await self._fetch_one("lock_batch", params))
+        params = {
+            "as_of": as_of,
+            "now": now,
+            "batch_size": batch_size,
+            "exclude_ids": list(exclude_ids),
+        }
+        ids, tenant_ids, attempts, skipped = await self._fetch_one("lock_batch", params)
+        return LockedBatch(
+            slots=_slot_refs(ids, tenant_ids),
+            skipped_locked_count=int(skipped),
+            previous_attempts=tuple(int(a) for a in attempts),
+        )
+
+    async def quarantine(self, entries: Sequence[QuarantineEntry], now: datetime) -> None:
+        """Record rejected rows (inside the batch's transaction)."""
+        if not entries:
+            return
+        await self._execute(
+            "quarantine_rows",
+            {
+                "now": now,
+                "ids": [e.slot_id for e in entries],
+                "attempts": [e.attempts for e in entries],
+                "next_attempts": [e.next_attempt_at for e in entries],
+                "sqlstates": [e.sqlstate for e in entries],
+                "messages": [e.message for e in entries],
+            },
+        )
+
+    async def release(self, slot_ids: Sequence[UUID]) -> None:
+        """Drop these rows from the quarantine (they expired)."""
+        if slot_ids:
+            await self._execute("release_rows", {"ids": list(slot_ids)})
+
+    async def purge_quarantine(self) -> None:
+        """Forget quarantined rows that left Available some other way."""
+        await self._execute("purge_quarantine", {})
 
     async def check_constraints_immediately(self) -> None:
         """From here to the end of the transaction, no constraint waits for COMMIT."""
@@ -175,6 +232,12 @@ class SlotStore:
         row = await self._fetch_one("schema_ready", {})
         return bool(row[0])
 
+    async def _execute(self, name: str, params: dict[str, Any]) -> None:
+        try:
+            await self._conn.execute(query(name), params)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
     async def _fetch_one(self, name: str, params: dict[str, Any]) -> tuple[Any, ...]:
         rows = await self._fetch_all(name, params)
         if len(rows) != 1:
@@ -189,15 +252,14 @@ class SlotStore:
             raise translate(exc) from exc
 
 
-def _locked_batch(row: tuple[Any, ...]) -> LockedBatch:
-    ids, tenant_ids, skipped = row
-    slots = tuple(SlotRef(id=i, tenant_id=t) for i, t in zip(ids, tenant_ids, strict=True))
-    return LockedBatch(slots=slots, skipped_locked_count=int(skipped))
+def _slot_refs(ids: Sequence[UUID], tenant_ids: Sequence[UUID]) -> tuple[SlotRef, ...]:
+    return tuple(SlotRef(id=i, tenant_id=t) for i, t in zip(ids, tenant_ids, strict=True))
 
 
 __all__ = [
     "APPLICATION_NAME",
     "LockedBatch",
+    "QuarantineEntry",
     "RowRejectedError",
     "SessionLimits",
     "SlotStore",

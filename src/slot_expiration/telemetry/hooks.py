@@ -1,8 +1,8 @@
 """Hooks the loop calls around each cycle; telemetry lives behind them.
 
 The cycle and the loop know nothing of logs, metrics or traces: they report
-facts to a CycleHooks, and each sink (logs today; metrics and traces can be
-added beside it) records them its own way.
+facts to a CycleHooks, and each sink (logs, metrics, traces) records them
+its own way.
 """
 
 from __future__ import annotations
@@ -12,11 +12,16 @@ from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
-from slot_expiration.cycle import CycleResult
+from slot_expiration.cycle import BatchResult, CycleResult
 
 
 class CycleHooks(Protocol):
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None: ...
+
+    def batch_started(self, run_id: UUID, number: int) -> None: ...
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        """A batch's transaction committed (a cycle has one, or several when draining)."""
 
     def cycle_completed(self, result: CycleResult) -> None: ...
 
@@ -42,6 +47,14 @@ class FanOutHooks:
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         for sink in self._sinks:
             sink.cycle_started(run_id, as_of)
+
+    def batch_started(self, run_id: UUID, number: int) -> None:
+        for sink in self._sinks:
+            sink.batch_started(run_id, number)
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        for sink in self._sinks:
+            sink.batch_completed(run_id, batch)
 
     def cycle_completed(self, result: CycleResult) -> None:
         for sink in self._sinks:

@@ -10,7 +10,7 @@ from uuid import UUID
 
 import structlog
 
-from slot_expiration.cycle import CycleResult
+from slot_expiration.cycle import BatchResult, CycleResult
 from slot_expiration.options import LogFormat
 
 
@@ -37,24 +37,35 @@ class LogHooks:
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         self._log.info(Event.CYCLE_STARTED, run_id=str(run_id), as_of=as_of.isoformat())
 
-    def cycle_completed(self, result: CycleResult) -> None:
-        run_id = str(result.run_id)
-        self._log.info(Event.BATCH_SELECTED, run_id=run_id, count=result.selected_count)
-        for failure in result.failures:
+    def batch_started(self, run_id: UUID, number: int) -> None:
+        del run_id, number  # a batch is logged once, when it commits
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        run = str(run_id)
+        self._log.info(
+            Event.BATCH_SELECTED, run_id=run, batch=batch.number, count=batch.selected_count
+        )
+        for failure in batch.failures:
             self._log.error(
                 Event.ITEM_FAILED,
-                run_id=run_id,
+                run_id=run,
                 slot_id=str(failure.slot.id),
                 tenant_id=str(failure.slot.tenant_id),
                 sqlstate=failure.sqlstate,
                 exception=failure.message,
+                attempts=failure.attempts,
+                next_attempt_at=_iso(failure.next_attempt_at),
             )
+
+    def cycle_completed(self, result: CycleResult) -> None:
         self._log.info(
             Event.CYCLE_COMPLETED,
-            run_id=run_id,
+            run_id=str(result.run_id),
             expired_count=result.expired_count,
             skipped_locked_count=result.skipped_locked_count,
             failed_count=result.failed_count,
+            batches=result.batches,
+            stop_reason=result.stop_reason.value,
             duration_ms=round(result.duration_ms, 3),
         )
 
@@ -81,6 +92,10 @@ class LogHooks:
 
     def loop_stopped(self) -> None:
         self._log.info(Event.WORKER_STOPPED)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
 
 
 def configure_logging(log_format: LogFormat, level: int = logging.INFO) -> None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from slot_expiration.cycle import CycleResult, ExpiryCycle, StoreFactory
+from slot_expiration.cycle import (
+    CycleLimits,
+    CycleResult,
+    ExpiryCycle,
+    PoisonBackoff,
+    StoreFactory,
+)
 from slot_expiration.loop import (
     IntervalTicker,
     LoopStats,
@@ -24,7 +30,19 @@ from slot_expiration.telemetry import CycleHooks, FanOutHooks, LogHooks
 
 def session_limits(options: WorkerOptions) -> SessionLimits:
     budget_ms = options.statement_timeout_ms
-    return SessionLimits(statement_timeout_ms=budget_ms, idle_in_transaction_timeout_ms=budget_ms)
+    return SessionLimits(
+        statement_timeout_ms=budget_ms,
+        idle_in_transaction_timeout_ms=budget_ms,
+        lock_timeout_ms=options.lock_timeout_ms,
+    )
+
+
+def cycle_limits(options: WorkerOptions) -> CycleLimits:
+    return CycleLimits(
+        batch_size=options.batch_size,
+        max_batches=options.max_batches_per_cycle,
+        backoff=PoisonBackoff(options.poison_backoff_seconds, options.poison_backoff_max_seconds),
+    )
 
 
 def store_factory(options: WorkerOptions) -> StoreFactory:
@@ -33,7 +51,7 @@ def store_factory(options: WorkerOptions) -> StoreFactory:
 
 
 def build_cycle(options: WorkerOptions) -> ExpiryCycle:
-    return ExpiryCycle(store_factory(options), options.batch_size)
+    return ExpiryCycle(store_factory(options), cycle_limits(options))
 
 
 async def check_ready(options: WorkerOptions) -> None:

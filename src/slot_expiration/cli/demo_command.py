@@ -1,0 +1,48 @@
+"""`slot-expiration demo`: the worker on a private PostgreSQL (or a given database)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+import click
+
+from slot_expiration.cli.common import guarded, options_from
+from slot_expiration.demo import DemoPlan, run_demo
+from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.loop import terminate_as_interrupt
+from slot_expiration.options import LogFormat, WorkerOptions
+from slot_expiration.telemetry import configure_logging
+
+
+@click.command()
+@click.option(
+    "--database-url",
+    help="Use this database instead of a private embedded server (it gets demo rows).",
+)
+@click.option("--interval-seconds", type=float, default=1.0, show_default=True,
+              help="Seconds between ticks.")  # fmt: skip
+@click.option("--max-cycles", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Stop after this many cycles (or once the backlog is gone).")  # fmt: skip
+def demo(database_url: str | None, interval_seconds: float, max_cycles: int) -> None:
+    """Start a private PostgreSQL, seed demo slots, run the worker a few cycles, show counts."""
+    options = options_from(
+        environment=False, database_url=database_url, interval_seconds=interval_seconds
+    )
+    configure_logging(LogFormat.CONSOLE, level=logging.WARNING)
+    plan = DemoPlan(max_cycles=max_cycles)
+    if options.database_url is not None:
+        guarded(lambda: asyncio.run(run_demo(options, plan, sys.stdout)), options)
+        return
+    guarded(lambda: _demo_on_embedded_server(options, plan), options)
+
+
+def _demo_on_embedded_server(options: WorkerOptions, plan: DemoPlan) -> None:
+    with terminate_as_interrupt(), EmbeddedPostgres() as server:
+        click.echo(f"embedded PostgreSQL on 127.0.0.1:{server.port} (data in {server.data_dir})")
+        embedded = options.with_database_url(server.url)
+        try:
+            asyncio.run(run_demo(embedded, plan, sys.stdout))
+        finally:
+            click.echo("stopping the embedded PostgreSQL")

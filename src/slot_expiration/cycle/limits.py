@@ -1,0 +1,14 @@
+"""How much one cycle may do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from slot_expiration.cycle.backoff import PoisonBackoff
+
+
+@dataclass(frozen=True, slots=True)
+class CycleLimits:
+    batch_size: int = 500
+    max_batches: int = 1  # 0: until the backlog is empty (or the budget runs low)
+    backoff: PoisonBackoff = field(default_factory=PoisonBackoff)

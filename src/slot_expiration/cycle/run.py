@@ -1,0 +1,49 @@
+"""What a cycle is handed when it starts: its identity, its clock and who to tell."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+from uuid import UUID
+
+from slot_expiration.cycle.result import BatchResult
+
+
+class BatchObserver(Protocol):
+    """Told about each batch of a cycle (the telemetry hooks are one)."""
+
+    def batch_started(self, run_id: UUID, number: int) -> None: ...
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        """The batch's transaction committed; `batch` lists what it did."""
+
+
+class NoBatchObserver:
+    def batch_started(self, run_id: UUID, number: int) -> None:
+        del run_id, number
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        del run_id, batch
+
+
+def _never() -> bool:
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class CycleRun:
+    """One run of a cycle.
+
+    `stop_requested` is polled between batches: once it answers True the cycle
+    starts no further batch (the one in flight finishes or rolls back whole).
+    `deadline` (on the cycle's monotonic clock) is when the cycle's budget runs
+    out: no batch starts that would likely not end before it.
+    """
+
+    run_id: UUID
+    as_of: datetime
+    observer: BatchObserver = field(default_factory=NoBatchObserver)
+    stop_requested: Callable[[], bool] = _never
+    deadline: float | None = None

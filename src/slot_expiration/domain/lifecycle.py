@@ -1,0 +1,73 @@
+"""The one state machine of an availability slot.
+
+    Available -> Booked     (book-slot)
+    Available -> Expired    (this worker)
+    Available -> Archived   (an agent cleans up)
+    Expired   -> Archived   (an agent cleans up)
+    Booked and Archived: nothing further here (a Booked slot's fate belongs to
+    its appointment; Archived is terminal).
+
+Every operation asks `require_transition` before it writes, and every write
+moves `version` up by exactly one and sets `updated_at`. The worker's SQL
+spells its transition (Available -> Expired) as literals so the planner can
+use the index; a test checks those literals against `EXPIRE` here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+from slot_expiration.domain.slot import SlotStatus
+
+_ALLOWED: Final = MappingProxyType(
+    {
+        SlotStatus.AVAILABLE: frozenset(
+            {SlotStatus.BOOKED, SlotStatus.EXPIRED, SlotStatus.ARCHIVED}
+        ),
+        SlotStatus.EXPIRED: frozenset({SlotStatus.ARCHIVED}),
+        SlotStatus.BOOKED: frozenset[SlotStatus](),
+        SlotStatus.ARCHIVED: frozenset[SlotStatus](),
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    source: SlotStatus
+    target: SlotStatus
+
+
+class ForbiddenTransitionError(ValueError):
+    """A transition the state machine does not allow; never a silent no-op."""
+
+    code: Final = "CAL_SLOT_FORBIDDEN_TRANSITION"
+
+    def __init__(self, source: SlotStatus, target: SlotStatus) -> None:
+        super().__init__(f"a slot cannot go from {source.value} to {target.value}")
+        self.source = source
+        self.target = target
+
+
+def allowed_targets(source: SlotStatus) -> frozenset[SlotStatus]:
+    return _ALLOWED[source]
+
+
+def sources_of(target: SlotStatus) -> frozenset[SlotStatus]:
+    """Every status a slot may be in to move to `target`."""
+    return frozenset(source for source, targets in _ALLOWED.items() if target in targets)
+
+
+def is_terminal(status: SlotStatus) -> bool:
+    return not _ALLOWED[status]
+
+
+def require_transition(source: SlotStatus, target: SlotStatus) -> Transition:
+    """The transition source -> target, or ForbiddenTransitionError."""
+    if target not in _ALLOWED[source]:
+        raise ForbiddenTransitionError(source, target)
+    return Transition(source, target)
+
+
+EXPIRE: Final = require_transition(SlotStatus.AVAILABLE, SlotStatus.EXPIRED)

@@ -1,0 +1,155 @@
+"""Poison rows: isolated, quarantined with a doubling backoff, never holding back the rest."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from uuid import uuid4
+
+import pytest
+
+from slot_expiration.cycle import CycleRun, PoisonBackoff
+from slot_expiration.domain import SlotStatus
+from tests.support.cycles import make_cycle, run_cycle
+from tests.support.database import SlotDatabase
+from tests.support.slots import AS_OF, past_slots
+
+pytestmark = pytest.mark.integration
+
+# The worker's wall clock, for the quarantine's backoff (AS_OF is the expiry cutoff).
+NOW = AS_OF + timedelta(hours=1)
+
+
+def frozen_at(moment: datetime) -> Callable[[], datetime]:
+    return lambda: moment
+
+
+async def test_a_batch_tops_up_past_more_poison_rows_than_three_batches(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(110))
+    poison, healthy = slots[:70], slots[70:]  # 70 poison rows: more than 3 batches of 20
+    await db.install_poison_trigger([p.id for p in poison], "P0001")
+
+    first = await run_cycle(db.url, batch_size=20)
+    second = await run_cycle(db.url, batch_size=20)
+
+    assert [r.id for r in first.expired] == [s.id for s in healthy[:20]]
+    assert [f.slot.id for f in first.failures] == [p.id for p in poison]
+    # Quarantined, the poison rows are passed over: the next batch is healthy at once.
+    assert [r.id for r in second.expired] == [s.id for s in healthy[20:40]]
+    assert second.failed_count == 0
+
+
+async def test_a_top_up_stops_once_half_the_remaining_budget_is_spent(db: SlotDatabase) -> None:
+    slots = await db.insert(past_slots(30))
+    await db.install_poison_trigger([s.id for s in slots[:25]], "P0001")
+    cycle = make_cycle(db.url, batch_size=5)
+    spent = CycleRun(run_id=uuid4(), as_of=AS_OF, deadline=time.monotonic() - 1)
+
+    result = await cycle.run(spent)
+
+    # The first five rows were tried; with no time left no further rows were locked.
+    assert (result.expired_count, result.failed_count) == (0, 5)
+    assert set(await db.quarantine()) == {s.id for s in slots[:5]}
+
+
+async def test_a_rejected_row_is_quarantined_with_its_failure_and_next_attempt(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(3))
+    await db.install_poison_trigger([slots[1].id], "23514")
+
+    outcome = await run_cycle(db.url, clock=lambda: NOW)
+
+    (failure,) = outcome.failures
+    assert (failure.attempts, failure.next_attempt_at) == (1, NOW + timedelta(seconds=300))
+    entry = (await db.quarantine())[slots[1].id]
+    assert (entry.attempts, entry.sqlstate, entry.message) == (1, "23514", failure.message)
+    assert entry.first_failed_at == entry.last_failed_at == NOW
+    assert entry.next_attempt_at == NOW + timedelta(seconds=300)
+    assert (await db.statuses())[slots[1].id] is SlotStatus.AVAILABLE
+
+
+async def test_a_quarantined_row_is_passed_over_until_its_next_attempt(db: SlotDatabase) -> None:
+    slots = await db.insert(past_slots(3))
+    await db.install_poison_trigger([slots[0].id], "P0001")
+    await run_cycle(db.url, clock=lambda: NOW)
+    before = await db.rows()
+
+    early = await run_cycle(db.url, clock=lambda: NOW + timedelta(seconds=299))
+    due = await run_cycle(db.url, clock=lambda: NOW + timedelta(seconds=300))
+
+    assert (early.expired_count, early.failed_count, early.skipped_locked_count) == (0, 0, 0)
+    assert [f.slot.id for f in due.failures] == [slots[0].id]
+    entry = (await db.quarantine())[slots[0].id]
+    assert entry.attempts == 2
+    assert entry.first_failed_at == NOW
+    assert entry.last_failed_at == NOW + timedelta(seconds=300)
+    assert entry.next_attempt_at == NOW + timedelta(seconds=300 + 600)
+    assert (await db.rows())[slots[0].id] == before[slots[0].id]  # never rewritten
+
+
+async def test_the_wait_doubles_per_failure_up_to_the_maximum(db: SlotDatabase) -> None:
+    (slot,) = await db.insert(past_slots(1))
+    await db.install_poison_trigger([slot.id], "P0001")
+    backoff = PoisonBackoff(base_seconds=300, max_seconds=3_600)
+    waits, moment = [], NOW
+
+    for _ in range(6):
+        outcome = await run_cycle(db.url, backoff=backoff, clock=frozen_at(moment))
+        (failure,) = outcome.failures
+        assert failure.next_attempt_at is not None
+        waits.append((failure.next_attempt_at - moment).total_seconds())
+        moment = failure.next_attempt_at
+
+    assert waits == [300, 600, 1_200, 2_400, 3_600, 3_600]
+    assert (await db.quarantine())[slot.id].attempts == 6
+
+
+async def test_a_poison_row_once_fixed_expires_on_its_next_attempt_and_leaves_quarantine(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(3))
+    await db.install_poison_trigger([slots[0].id], "P0001")
+    first = await run_cycle(db.url, clock=lambda: NOW)
+    await db.execute("DROP TRIGGER poison ON availability_slots")
+
+    second = await run_cycle(db.url, clock=lambda: NOW + timedelta(minutes=5))
+
+    assert (first.expired_count, first.failed_count) == (2, 1)
+    assert [s.id for s in second.expired] == [slots[0].id]
+    assert await db.quarantine() == {}
+    row = (await db.rows())[slots[0].id]
+    assert (row.status, row.version) == (SlotStatus.EXPIRED, slots[0].version + 1)
+
+
+@pytest.mark.parametrize("status", [SlotStatus.BOOKED, SlotStatus.ARCHIVED])
+async def test_a_quarantined_row_that_leaves_available_otherwise_leaves_quarantine(
+    db: SlotDatabase, status: SlotStatus
+) -> None:
+    slots = await db.insert(past_slots(2))
+    await db.install_poison_trigger([slots[0].id], "P0001")
+    await run_cycle(db.url, clock=lambda: NOW)
+    await db.execute("DROP TRIGGER poison ON availability_slots")
+    await db.execute(
+        "UPDATE availability_slots SET status = %s, version = version + 1 WHERE id = %s",
+        status.value,
+        slots[0].id,
+    )
+
+    await run_cycle(db.url, clock=lambda: NOW + timedelta(seconds=1))
+
+    assert await db.quarantine() == {}
+    assert (await db.statuses())[slots[0].id] is status
+
+
+async def test_deleting_a_quarantined_slot_drops_its_entry(db: SlotDatabase) -> None:
+    slots = await db.insert(past_slots(2))
+    await db.install_poison_trigger([slots[0].id], "P0001")
+    await run_cycle(db.url, clock=lambda: NOW)
+
+    await db.execute("DELETE FROM availability_slots WHERE id = %s", slots[0].id)
+
+    assert await db.quarantine() == {}

@@ -1,0 +1,103 @@
+"""Running a real cycle from a test and keeping what each of its batches reported."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from uuid import UUID, uuid4
+
+from slot_expiration.cycle import (
+    BatchResult,
+    CycleLimits,
+    CycleResult,
+    CycleRun,
+    ExpiryCycle,
+    ItemFailure,
+    PoisonBackoff,
+)
+from slot_expiration.domain import SlotRef
+from slot_expiration.store import SlotStore
+from tests.support.database import LIMITS
+from tests.support.slots import AS_OF
+
+
+@dataclass
+class BatchLog:
+    """A BatchObserver that remembers every batch."""
+
+    batches: list[BatchResult] = field(default_factory=list)
+    started: list[int] = field(default_factory=list)
+
+    def batch_started(self, run_id: UUID, number: int) -> None:
+        self.started.append(number)
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        self.batches.append(batch)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A cycle's result together with the batches it reported."""
+
+    result: CycleResult
+    batches: list[BatchResult]
+
+    @property
+    def expired(self) -> list[SlotRef]:
+        return [slot for batch in self.batches for slot in batch.expired]
+
+    @property
+    def failures(self) -> list[ItemFailure]:
+        return [failure for batch in self.batches for failure in batch.failures]
+
+    @property
+    def expired_count(self) -> int:
+        return self.result.expired_count
+
+    @property
+    def failed_count(self) -> int:
+        return self.result.failed_count
+
+    @property
+    def selected_count(self) -> int:
+        return self.result.selected_count
+
+    @property
+    def skipped_locked_count(self) -> int:
+        return self.result.skipped_locked_count
+
+
+def make_cycle(
+    url: str,
+    batch_size: int = 500,
+    *,
+    max_batches: int = 1,
+    backoff: PoisonBackoff | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> ExpiryCycle:
+    limits = CycleLimits(
+        batch_size=batch_size, max_batches=max_batches, backoff=backoff or PoisonBackoff()
+    )
+    opener = lambda: SlotStore.connect(url, LIMITS)  # noqa: E731 - a factory, named for reading
+    if clock is None:
+        return ExpiryCycle(opener, limits)
+    return ExpiryCycle(opener, limits, clock=clock)
+
+
+async def run_cycle(
+    url: str,
+    batch_size: int = 500,
+    as_of: datetime = AS_OF,
+    *,
+    max_batches: int = 1,
+    backoff: PoisonBackoff | None = None,
+    clock: Callable[[], datetime] | None = None,
+    stop_requested: Callable[[], bool] | None = None,
+) -> Outcome:
+    cycle = make_cycle(url, batch_size, max_batches=max_batches, backoff=backoff, clock=clock)
+    log = BatchLog()
+    run = CycleRun(run_id=uuid4(), as_of=as_of, observer=log)
+    if stop_requested is not None:
+        run = CycleRun(run_id=run.run_id, as_of=as_of, observer=log, stop_requested=stop_requested)
+    return Outcome(await cycle.run(run), log.batches)
