@@ -31,6 +31,24 @@ ensure_postgres() {
         -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$PG_PACKAGE" >/dev/null
 }
 
+# Real tools the test suite checks the product against: promtool and a Prometheus
+# server (metrics, alert rules), pgbouncer (a pooler in transaction mode).
+TEST_TOOLS_PACKAGES="prometheus pgbouncer"
+
+ensure_test_tools() {
+    local missing=""
+    command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || missing="prometheus"
+    command -v pgbouncer >/dev/null 2>&1 || missing="$missing pgbouncer"
+    [ -z "$missing" ] && return 0
+    echo "setup: installing test tools (apt-get install $TEST_TOOLS_PACKAGES)" >&2
+    as_root apt-get update -qq
+    # Only the binaries: no service is started (policy-rc.d refuses it), none is left running.
+    as_root sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $TEST_TOOLS_PACKAGES >/dev/null
+    as_root rm -f /usr/sbin/policy-rc.d
+}
+
 ensure_venv() {  # $1: what to install, e.g. "." or ".[dev]"
     local python="${PYTHON:-python3}" stamp=".venv/.installed"
     local want
