@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import SchemaMissingError, StoreUnavailableError
+from slot_expiration.store import SchemaMissingError, SlotStore, StoreUnavailableError
 from tests.support.cycles import run_cycle
-from tests.support.database import SlotDatabase, install_deferred_trigger, rows_locked
+from tests.support.database import LIMITS, SlotDatabase, install_deferred_trigger, rows_locked
 from tests.support.slots import AS_OF, make_slot, past_slots
 
 pytestmark = pytest.mark.integration
@@ -200,6 +200,26 @@ async def test_when_every_candidate_is_locked_all_are_counted_skipped(db: SlotDa
         result = await run_cycle(db.url, batch_size=10)
 
     assert (result.expired_count, result.skipped_locked_count) == (0, 4)
+
+
+async def test_the_result_reports_the_backlog_left_due_after_the_cycle(db: SlotDatabase) -> None:
+    await db.insert([*past_slots(12), make_slot(timedelta(minutes=1))])
+    await db.insert(past_slots(2, SlotStatus.BOOKED))
+
+    outcome = await run_cycle(db.url, batch_size=5)
+
+    assert outcome.result.backlog == 7
+    assert outcome.result.summary()["backlog"] == 7
+
+
+async def test_the_backlog_count_stops_at_its_cap(db: SlotDatabase) -> None:
+    await db.insert(past_slots(9))
+
+    async with SlotStore.connect(db.url, LIMITS) as store, store.transaction():
+        capped = await store.count_backlog_capped(AS_OF, cap=4)
+        full = await store.count_backlog_capped(AS_OF, cap=100)
+
+    assert (capped, full) == (4, 9)
 
 
 async def test_cycle_releases_every_row_lock_when_it_ends(db: SlotDatabase) -> None:

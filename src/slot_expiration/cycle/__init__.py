@@ -4,6 +4,7 @@ from slot_expiration.cycle.backoff import PoisonBackoff
 from slot_expiration.cycle.expiry_cycle import ExpiryCycle, StoreFactory
 from slot_expiration.cycle.limits import CycleLimits
 from slot_expiration.cycle.result import (
+    BACKLOG_COUNT_CAP,
     FAILED_SAMPLE_SIZE,
     BatchResult,
     CycleResult,
@@ -14,6 +15,7 @@ from slot_expiration.cycle.result import (
 from slot_expiration.cycle.run import BatchObserver, CycleRun, NoBatchObserver
 
 __all__ = [
+    "BACKLOG_COUNT_CAP",
     "FAILED_SAMPLE_SIZE",
     "BatchObserver",
     "BatchResult",

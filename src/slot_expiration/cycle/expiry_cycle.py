@@ -9,7 +9,13 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 
 from slot_expiration.cycle.limits import CycleLimits
-from slot_expiration.cycle.result import BatchResult, CycleResult, CycleTally, StopReason
+from slot_expiration.cycle.result import (
+    BACKLOG_COUNT_CAP,
+    BatchResult,
+    CycleResult,
+    CycleTally,
+    StopReason,
+)
 from slot_expiration.cycle.row_by_row import RowByRow
 from slot_expiration.cycle.run import CycleRun
 from slot_expiration.domain import utc_now
@@ -48,7 +54,9 @@ class ExpiryCycle:
             async with store.transaction():
                 await store.purge_quarantine()
             reason = await self._batches(store, run, tally)
-        return tally.result((self._monotonic() - started) * 1000.0, reason)
+            async with store.transaction():
+                backlog = await store.count_backlog_capped(run.as_of, BACKLOG_COUNT_CAP)
+        return tally.result(self._ms_since(started), reason, backlog)
 
     async def _batches(self, store: SlotStore, run: CycleRun, tally: CycleTally) -> StopReason:
         longest_seconds = 0.0

@@ -18,6 +18,9 @@ from slot_expiration.domain import SlotRef
 
 # How many failed slot ids a cycle's summary shows; every one is logged anyway.
 FAILED_SAMPLE_SIZE = 10
+# The backlog left after a cycle is counted up to this many rows: far above the
+# alert threshold (5,000), cheap enough to count after every cycle.
+BACKLOG_COUNT_CAP = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,7 @@ class CycleResult:
     failed_sample: tuple[SlotRef, ...]
     duration_ms: float
     stop_reason: StopReason
+    backlog: int = 0  # Available rows still due at as_of after the cycle, capped
 
     @property
     def selected_count(self) -> int:
@@ -97,6 +101,7 @@ class CycleResult:
             "failed_slot_ids_sample": [str(slot.id) for slot in self.failed_sample],
             "batches": self.batches,
             "stop_reason": self.stop_reason.value,
+            "backlog": self.backlog,
             "run_id": str(self.run_id),
             "as_of": self.as_of.isoformat(),
         }
@@ -122,7 +127,7 @@ class CycleTally:
         room = FAILED_SAMPLE_SIZE - len(self.failed_sample)
         self.failed_sample.extend(f.slot for f in batch.failures[: max(room, 0)])
 
-    def result(self, duration_ms: float, stop_reason: StopReason) -> CycleResult:
+    def result(self, duration_ms: float, stop_reason: StopReason, backlog: int = 0) -> CycleResult:
         return CycleResult(
             run_id=self.run_id,
             as_of=self.as_of,
@@ -133,4 +138,5 @@ class CycleTally:
             failed_sample=tuple(self.failed_sample),
             duration_ms=duration_ms,
             stop_reason=stop_reason,
+            backlog=backlog,
         )

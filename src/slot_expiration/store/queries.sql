@@ -188,6 +188,15 @@ SELECT status, count(*) AS slots FROM availability_slots GROUP BY status;
 SELECT count(*) FROM availability_slots
 WHERE status = 'Available' AND start_at <= %(as_of)s;
 
+-- name: count_backlog_capped
+-- What is still due after a cycle, counted cheaply: an index-only walk that
+-- stops at `cap` rows (the cap sits far above the alert threshold).
+SELECT count(*) FROM (
+    SELECT FROM availability_slots
+    WHERE status = 'Available' AND start_at <= %(as_of)s
+    LIMIT %(cap)s
+) AS due;
+
 -- name: schema_ready
 -- Whether the migrations have created the tables the worker needs.
 SELECT to_regclass('availability_slots') IS NOT NULL

@@ -228,6 +228,11 @@ class SlotStore:
         row = await self._fetch_one("count_backlog", {"as_of": as_of})
         return int(row[0])
 
+    async def count_backlog_capped(self, as_of: datetime, cap: int) -> int:
+        """Available rows due at `as_of`, counted up to `cap` at most."""
+        row = await self._fetch_one("count_backlog_capped", {"as_of": as_of, "cap": cap})
+        return int(row[0])
+
     async def schema_ready(self) -> bool:
         row = await self._fetch_one("schema_ready", {})
         return bool(row[0])
