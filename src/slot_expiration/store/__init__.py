@@ -1,6 +1,7 @@
 """PostgreSQL: named statements, the slot store, its errors and the migrations."""
 
 from slot_expiration.store.errors import (
+    CommitInDoubtError,
     RowRejectedError,
     SchemaMissingError,
     SlotStoreError,
@@ -15,6 +16,7 @@ from slot_expiration.store.slot_store import (
 )
 
 __all__ = [
+    "CommitInDoubtError",
     "LockedBatch",
     "QuarantineEntry",
     "RowRejectedError",

@@ -29,6 +29,12 @@ class StoreConnectError(StoreUnavailableError):
     """No session could be opened: server down, wrong host or port, login refused."""
 
 
+class CommitInDoubtError(StoreUnavailableError):
+    """COMMIT was sent but no answer came before the connection had to be dropped:
+    the server may or may not have committed. Either way each row changed at most
+    once; only the count of the batch is unknown."""
+
+
 class SchemaMissingError(SlotStoreError):
     """The database answers but the worker's tables do not exist yet (or not all)."""
 

@@ -7,7 +7,7 @@ and translates psycopg's errors into ours (see errors.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -18,6 +18,7 @@ import psycopg
 
 from slot_expiration.domain import Slot, SlotRef, SlotStatus
 from slot_expiration.store.errors import (
+    CommitInDoubtError,
     RowRejectedError,
     SlotStoreError,
     StoreConnectError,
@@ -74,21 +75,42 @@ class SessionLimits:
         }
 
 
-async def _run_to_completion(step: Coroutine[Any, Any, None]) -> bool:
+# After a cancellation, how long COMMIT or ROLLBACK may still wait for the server's
+# answer. Past it (a dead network) the connection is closed: the server rolls the
+# transaction back, unless the COMMIT had already reached it.
+ANSWER_GRACE_SECONDS = 3.0
+
+
+async def _run_to_completion(
+    step: Coroutine[Any, Any, None],
+    abort: Callable[[], Awaitable[None]],
+    in_doubt: BaseException | None = None,
+    grace_seconds: float = ANSWER_GRACE_SECONDS,
+) -> bool:
     """Run COMMIT or ROLLBACK even if the caller is cancelled meanwhile.
 
-    Once sent, the outcome is decided by the server; abandoning the wait
-    would only hide it. Returns whether a cancellation arrived meanwhile.
+    Once sent, the outcome is decided by the server; abandoning the wait would
+    only hide it. But a cancelled caller waits at most `grace_seconds` more:
+    then `abort()` closes the connection and `in_doubt` is raised (for COMMIT,
+    whose outcome is then unknown), else the cancellation goes on.
+    Returns whether a cancellation arrived meanwhile.
     """
     task = asyncio.ensure_future(step)
-    cancelled = False
+    cancelled_at: float | None = None
+    loop = asyncio.get_running_loop()
     while not task.done():
+        timeout = None if cancelled_at is None else cancelled_at + grace_seconds - loop.time()
+        if timeout is not None and timeout <= 0:
+            await abort()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise in_doubt or asyncio.CancelledError()
         try:
-            await asyncio.shield(task)
+            await asyncio.wait({task}, timeout=timeout)
         except asyncio.CancelledError:
-            cancelled = True  # a second or third cancel must not cut it short either
+            cancelled_at = cancelled_at or loop.time()  # a second cancel does not restart it
     task.result()  # the step's own error, if it failed
-    return cancelled
+    return cancelled_at is not None
 
 
 class SlotStore:
@@ -116,7 +138,7 @@ class SlotStore:
             await conn.set_autocommit(False)
             yield store
         finally:
-            await _run_to_completion(conn.close())
+            await conn.close()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
@@ -127,14 +149,18 @@ class SlotStore:
             await self._rollback_quietly()
             raise
         try:
-            await _run_to_completion(self._conn.commit())
+            doubt = CommitInDoubtError(
+                f"no answer to COMMIT within {ANSWER_GRACE_SECONDS:g} s of the cancellation: "
+                "the batch may or may not have committed"
+            )
+            await _run_to_completion(self._conn.commit(), self._conn.close, doubt)
         except psycopg.Error as exc:
             raise translate(exc) from exc
 
     async def _rollback_quietly(self) -> None:
         # A broken connection cannot roll back; closing it makes the server do it.
         try:
-            await _run_to_completion(self._conn.rollback())
+            await _run_to_completion(self._conn.rollback(), self._conn.close)
         except psycopg.Error:
             await self._conn.close()
 

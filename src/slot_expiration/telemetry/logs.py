@@ -99,20 +99,43 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def configure_logging(log_format: LogFormat, level: int = logging.INFO) -> None:
-    """Logs go to stderr, one JSON object per line (or readable lines for people)."""
+    """Logs go to stderr, one JSON object per line (or readable lines for people).
+
+    Records of the libraries (psycopg's warnings, say) and Python warnings are
+    rendered the same way, so every line on stderr is one of our records.
+    """
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
         if log_format is LogFormat.JSON
         else structlog.dev.ConsoleRenderer(colors=False)
     )
+    shared: list[structlog.typing.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
-        ],
+        processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+    _route_standard_logging(renderer, shared, level)
+
+
+def _route_standard_logging(
+    renderer: structlog.typing.Processor,
+    shared: list[structlog.typing.Processor],
+    level: int,
+) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(max(level, logging.WARNING))  # libraries speak only of trouble
+    logging.captureWarnings(True)
