@@ -14,7 +14,7 @@ from slot_expiration.cycle import CycleResult
 from slot_expiration.domain import SlotStatus
 from slot_expiration.loop import CycleBudgetExceededError, observed_cycle
 from slot_expiration.options import load_options
-from slot_expiration.store import StoreUnavailableError
+from slot_expiration.store import SessionLimits, SlotStore, StoreUnavailableError
 from slot_expiration.worker import build_cycle
 from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger
 from tests.support.doubles import RecordingHooks
@@ -116,3 +116,27 @@ async def test_a_commit_whose_answer_never_comes_is_in_doubt_yet_each_row_change
     rows = await db.rows()
     assert all(rows[s.id].status is SlotStatus.EXPIRED for s in slots)
     assert all(rows[s.id].version == s.version + 1 for s in slots)
+
+
+async def test_every_transaction_carries_the_worker_limits_itself(db: SlotDatabase) -> None:
+    limits = SessionLimits(
+        statement_timeout_ms=30_000, idle_in_transaction_timeout_ms=30_000, lock_timeout_ms=2_000
+    )
+    seen = []
+    async with SlotStore.connect(db.url, limits) as store:
+        for _ in range(2):  # on a pooler, each transaction may land on another server session
+            async with store.transaction():
+                seen.append(await store_settings(store))
+
+    assert seen == [("30s", "30s", "2s")] * 2
+
+
+async def store_settings(store: SlotStore) -> tuple[str, str, str]:
+    conn = store._conn
+    cursor = await conn.execute(
+        "SELECT current_setting('statement_timeout'), "
+        "current_setting('idle_in_transaction_session_timeout'), current_setting('lock_timeout')"
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    return (row[0], row[1], row[2])

@@ -158,13 +158,14 @@ WHERE slot_id IN (
 -- they fail inside that row's savepoint instead.
 SET CONSTRAINTS ALL IMMEDIATE;
 
--- name: session_limits
--- Set after connecting rather than as a startup `options` parameter, so the
--- URL's own options are kept and connection poolers accept the session.
+-- name: transaction_limits
+-- The first statement of every transaction: local settings, so they hold on
+-- whichever server session a pooler in transaction mode hands out, and they are
+-- set after connecting, so the URL's own `options` are kept.
 SELECT
-    set_config('statement_timeout', %(statement_timeout)s, false),
-    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, false),
-    set_config('lock_timeout', %(lock_timeout)s, false);
+    set_config('statement_timeout', %(statement_timeout)s, true),
+    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, true),
+    set_config('lock_timeout', %(lock_timeout)s, true);
 
 -- name: expire_slot
 -- The poison-isolation path, step two: one already-locked row.

@@ -56,7 +56,7 @@ class QuarantineEntry:
 
 @dataclass(frozen=True, slots=True)
 class SessionLimits:
-    """Server-side limits of a worker session, a backstop to the client's own budget.
+    """Server-side limits of a worker transaction, a backstop to the client's own budget.
 
     If the worker process freezes mid-batch, PostgreSQL itself ends the
     statement or the idle transaction, so no row lock outlives the budget.
@@ -116,8 +116,9 @@ async def _run_to_completion(
 class SlotStore:
     """Repository over `availability_slots` on one connection."""
 
-    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
+    def __init__(self, connection: psycopg.AsyncConnection[Any], limits: SessionLimits) -> None:
         self._conn = connection
+        self._limits = limits
 
     @classmethod
     @asynccontextmanager
@@ -126,24 +127,24 @@ class SlotStore:
         try:
             conn = await psycopg.AsyncConnection.connect(
                 database_url,
-                autocommit=True,
                 application_name=APPLICATION_NAME,
                 connect_timeout=limits.connect_timeout_seconds,
             )
         except psycopg.Error as exc:
             raise StoreConnectError(first_line(exc)) from exc
         try:
-            store = cls(conn)
-            await store._fetch_all("session_limits", limits.parameters())
-            await conn.set_autocommit(False)
-            yield store
+            yield cls(conn, limits)
         finally:
             await conn.close()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
-        """One atomic unit: committed whole on success, rolled back whole otherwise."""
+        """One atomic unit: committed whole on success, rolled back whole otherwise.
+
+        It starts by setting the session limits for itself (see transaction_limits).
+        """
         try:
+            await self._fetch_all("transaction_limits", self._limits.parameters())
             yield
         except BaseException:
             await self._rollback_quietly()
