@@ -202,3 +202,41 @@ SELECT count(*) FROM (
 -- Whether the migrations have created the tables the worker needs.
 SELECT to_regclass('availability_slots') IS NOT NULL
    AND to_regclass('slot_expiration_failures') IS NOT NULL;
+
+-- name: role_exists
+SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = %(role)s);
+
+-- name: slot_table_owner
+-- The schema the worker's tables live in (the one the search path finds), their
+-- owner, and whether we act as that owner: a GRANT by anyone else only warns.
+SELECT n.nspname, pg_get_userbyid(c.relowner), pg_has_role(current_user, c.relowner, 'MEMBER')
+FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE c.oid = to_regclass('availability_slots');
+
+-- The worker role's privileges, exactly. {role} and {schema} are identifiers
+-- that psycopg.sql quotes; nothing else is ever put into these statements.
+-- Everything is revoked first, so a second run leaves exactly the same grants.
+
+-- name: revoke_worker_privileges
+REVOKE ALL ON TABLE availability_slots, slot_expiration_failures,
+    slot_expiration_alembic_version FROM {role};
+
+-- name: grant_schema_usage
+GRANT USAGE ON SCHEMA {schema} TO {role};
+
+-- name: grant_slot_read
+-- Read the slot table: the selection, the skipped count, the backlog.
+GRANT SELECT ON TABLE availability_slots TO {role};
+
+-- name: grant_slot_transition
+-- The expiry itself writes these three columns and no other; FOR UPDATE needs
+-- UPDATE on at least one column, which this gives.
+GRANT UPDATE (status, updated_at, version) ON TABLE availability_slots TO {role};
+
+-- name: grant_quarantine
+-- The product's own quarantine of poison rows.
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE slot_expiration_failures TO {role};
+
+-- name: grant_schema_version_read
+-- Health checks compare the schema's revision with the worker's.
+GRANT SELECT ON TABLE slot_expiration_alembic_version TO {role};
