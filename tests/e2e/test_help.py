@@ -15,14 +15,21 @@ URL, BATCH, CYCLE, LOGS = (
     "SLOT_EXPIRATION_LOG_FORMAT",
 )
 INTERVAL, GRACE = "SLOT_EXPIRATION_INTERVAL_SECONDS", "SLOT_EXPIRATION_SHUTDOWN_GRACE_SECONDS"
+CYCLE_SAFETY = {
+    "SLOT_EXPIRATION_MAX_BATCHES_PER_CYCLE",
+    "SLOT_EXPIRATION_LOCK_TIMEOUT_SECONDS",
+    "SLOT_EXPIRATION_POISON_BACKOFF_SECONDS",
+    "SLOT_EXPIRATION_POISON_BACKOFF_MAX_SECONDS",
+}
 
 
 @pytest.mark.parametrize(
     ("command", "variables"),
     [
         ("migrate", {URL}),
-        ("once", {URL, BATCH, CYCLE, LOGS}),
-        ("run", {URL, BATCH, INTERVAL, CYCLE, GRACE, LOGS}),
+        ("grant", {URL}),
+        ("once", {URL, BATCH, CYCLE, LOGS, *CYCLE_SAFETY}),
+        ("run", {URL, BATCH, INTERVAL, CYCLE, GRACE, LOGS, *CYCLE_SAFETY}),
     ],
 )
 async def test_help_of_each_worker_command_lists_its_environment_variables(
@@ -43,4 +50,4 @@ async def test_help_of_the_program_lists_every_command() -> None:
 
     assert done.returncode == 0, done.describe()
     commands = done.stdout.partition("Commands:")[2].split()
-    assert {"migrate", "once", "run", "demo"} <= set(commands), done.stdout
+    assert {"migrate", "grant", "once", "run", "demo"} <= set(commands), done.stdout

@@ -280,3 +280,22 @@ async def test_once_on_a_frozen_network_exits_1_after_its_budget_with_json_logs_
 
     await eventually(released, "the orphaned transaction ended by the server's budget")
     assert await db.rows() == before
+
+
+async def test_once_in_drain_mode_reports_the_totals_of_all_its_batches(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await db.insert(past_slots(23))
+
+    done = await run_command(
+        "once", "--json", "--batch-size", "5", "--max-batches-per-cycle", "0",
+        "--as-of", AS_OF.isoformat(), "--database-url", secret_url,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.describe()
+    summary = json.loads(done.stdout)
+    assert (summary["expired_count"], summary["batches"]) == (23, 5)
+    assert (summary["stop_reason"], summary["backlog"]) == ("drained", 0)
+    events = done.log_events()
+    assert [e["count"] for e in events if e["event"] == "batch.selected"] == [5, 5, 5, 5, 3]
+    assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
