@@ -2,6 +2,7 @@
 
 from slot_expiration.store.errors import (
     CommitInDoubtError,
+    NotQuarantinedError,
     RowRejectedError,
     SchemaMissingError,
     SlotStoreError,
@@ -10,6 +11,7 @@ from slot_expiration.store.errors import (
 )
 from slot_expiration.store.slot_store import (
     LockedBatch,
+    QuarantinedSlot,
     QuarantineEntry,
     SessionLimits,
     SlotStore,
@@ -18,7 +20,9 @@ from slot_expiration.store.slot_store import (
 __all__ = [
     "CommitInDoubtError",
     "LockedBatch",
+    "NotQuarantinedError",
     "QuarantineEntry",
+    "QuarantinedSlot",
     "RowRejectedError",
     "SchemaMissingError",
     "SessionLimits",

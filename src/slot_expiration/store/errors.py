@@ -35,6 +35,13 @@ class CommitInDoubtError(StoreUnavailableError):
     once; only the count of the batch is unknown."""
 
 
+class NotQuarantinedError(SlotStoreError):
+    """Slots an operator named are not in the quarantine (expired meanwhile, or a typo)."""
+
+    def __init__(self, slot_ids: list[str]) -> None:
+        super().__init__(f"not in the quarantine, nothing changed: {', '.join(slot_ids)}")
+
+
 class SchemaMissingError(SlotStoreError):
     """The database answers but the worker's tables do not exist yet (or not all)."""
 

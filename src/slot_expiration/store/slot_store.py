@@ -19,6 +19,7 @@ import psycopg
 from slot_expiration.domain import Slot, SlotRef, SlotStatus
 from slot_expiration.store.errors import (
     CommitInDoubtError,
+    NotQuarantinedError,
     RowRejectedError,
     SlotStoreError,
     StoreConnectError,
@@ -49,6 +50,20 @@ class QuarantineEntry:
 
     slot_id: UUID
     attempts: int
+    next_attempt_at: datetime
+    sqlstate: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantinedSlot:
+    """A quarantined slot as an operator sees it."""
+
+    slot: SlotRef
+    start_at: datetime
+    attempts: int
+    first_failed_at: datetime
+    last_failed_at: datetime
     next_attempt_at: datetime
     sqlstate: str
     message: str
@@ -212,6 +227,25 @@ class SlotStore:
         if slot_ids:
             await self._execute("release_rows", {"ids": list(slot_ids)})
 
+    async def list_quarantine(self, limit: int) -> list[QuarantinedSlot]:
+        """Quarantined slots still Available, the soonest retry first."""
+        rows = await self._fetch_all("list_quarantine", {"limit": limit})
+        return [QuarantinedSlot(SlotRef(id=r[0], tenant_id=r[1]), *r[2:]) for r in rows]
+
+    async def retry_quarantined(
+        self, slot_ids: Sequence[UUID], now: datetime, *, every: bool = False
+    ) -> list[UUID]:
+        """Make these (or `every`) quarantined slots due at `now`; returns them.
+
+        Raises NotQuarantinedError if a named slot is not in the quarantine (the
+        caller's transaction then rolls back: all or nothing).
+        """
+        params = {"ids": list(slot_ids), "now": now, "all": every}
+        found = [row[0] for row in await self._fetch_all("retry_quarantined", params)]
+        if missing := set(slot_ids) - set(found):
+            raise NotQuarantinedError(sorted(str(slot_id) for slot_id in missing))
+        return found
+
     async def purge_quarantine(self) -> None:
         """Forget quarantined rows that left Available some other way."""
         await self._execute("purge_quarantine", {})
@@ -292,6 +326,7 @@ __all__ = [
     "APPLICATION_NAME",
     "LockedBatch",
     "QuarantineEntry",
+    "QuarantinedSlot",
     "RowRejectedError",
     "SessionLimits",
     "SlotStore",
