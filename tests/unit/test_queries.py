@@ -1,4 +1,4 @@
-"""The named statements of queries.sql: all loaded, none empty, names checked."""
+"""The named statements of the store's .sql files: all loaded, none empty, names checked."""
 
 from __future__ import annotations
 
@@ -20,16 +20,37 @@ USED_BY_SLOT_STORE = (
 )
 
 
-def _names_declared_in_the_file() -> list[str]:
-    text = files("slot_expiration.store").joinpath("queries.sql").read_text(encoding="utf-8")
+def _sql_files() -> list[str]:
+    return sorted(
+        e.name for e in files("slot_expiration.store").iterdir() if e.name.endswith(".sql")
+    )
+
+
+def _names_declared_in(file_name: str) -> list[str]:
+    text = files("slot_expiration.store").joinpath(file_name).read_text(encoding="utf-8")
     return re.findall(r"^--\s*name:\s*(\S+)", text, flags=re.MULTILINE)
 
 
-def test_every_statement_named_in_queries_sql_is_loaded() -> None:
-    declared = _names_declared_in_the_file()
+def test_the_worker_statements_and_the_benchmarks_live_in_sql_files_of_the_store() -> None:
+    assert {"queries.sql", "bench.sql"} <= set(_sql_files())
 
-    assert declared, "queries.sql declares no statement"
+
+def test_every_statement_named_in_every_sql_file_is_loaded() -> None:
+    declared = [name for file_name in _sql_files() for name in _names_declared_in(file_name)]
+
+    for file_name in _sql_files():
+        assert _names_declared_in(file_name), f"{file_name} declares no statement"
     assert sorted(load_queries()) == sorted(declared)
+
+
+def test_statement_names_are_unique_across_the_sql_files() -> None:
+    declared = [name for file_name in _sql_files() for name in _names_declared_in(file_name)]
+
+    assert len(declared) == len(set(declared))
+
+
+def test_the_benchmarks_bare_batch_statement_is_served_by_query() -> None:
+    assert "FOR UPDATE SKIP LOCKED" in query("bench_bare_batch")
 
 
 @pytest.mark.parametrize("name", sorted(load_queries()))
