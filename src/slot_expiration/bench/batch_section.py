@@ -1,0 +1,88 @@
+"""Section a: one batch of 500, the worker's inside a drain cycle vs the bare statement.
+
+Both run alternately on the same table in the same run: a round is one worker
+cycle of N batches and N bare batches, the order swapped every round so that
+the table's slow drift (dead tuples of the rows expired so far) weighs on both
+alike. The worker's default mode, one batch per cycle on a fresh session, is
+timed too, batch and whole cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from slot_expiration.bench.context import BenchContext, BenchError
+from slot_expiration.bench.dataset import restore_backlog
+from slot_expiration.bench.stats import Distribution, ratio
+from slot_expiration.bench.timing import BatchRecorder, bare_batches, worker_cycle, worker_options
+
+
+@dataclass(frozen=True, slots=True)
+class BatchComparison:
+    worker: Distribution  # ms per batch, inside drain cycles
+    bare: Distribution  # ms per bare statement
+    median_ratio: float | None  # worker / bare
+    p95_ratio: float | None
+    single_batch: Distribution  # ms of the batch of a default (one-batch) cycle
+    single_cycle: Distribution  # ms of that whole cycle: connect, purge, batch, backlog count
+    rounds: int
+    batches_per_round: int
+
+
+async def measure_batches(ctx: BenchContext) -> BatchComparison:
+    plan, size = ctx.plan, ctx.plan.batch_size
+    await restore_backlog(ctx.store, ctx.as_of)
+    ctx.progress(
+        f"a. {plan.batch_rounds} rounds of {plan.batches_per_round} worker and "
+        f"{plan.batches_per_round} bare batches"
+    )
+    recorder, bare_ms = await alternate(ctx, plan.batch_rounds, plan.batches_per_round)
+    ctx.progress(f"a. {plan.single_batch_cycles} default cycles of one batch")
+    single = BatchRecorder()
+    one_batch = worker_options(ctx.url, size, 1)
+    for _ in range(plan.single_batch_cycles):
+        await worker_cycle(one_batch, ctx.as_of, single)
+    _require_full(ctx, [b.expired_count for b in single.batches])
+    worker, bare = Distribution.of(recorder.batch_ms()), Distribution.of(bare_ms)
+    return BatchComparison(
+        worker=worker,
+        bare=bare,
+        median_ratio=ratio(worker.median, bare.median),
+        p95_ratio=ratio(worker.p95, bare.p95),
+        single_batch=Distribution.of(single.batch_ms()),
+        single_cycle=Distribution.of([c.duration_ms for c in single.cycles]),
+        rounds=plan.batch_rounds,
+        batches_per_round=plan.batches_per_round,
+    )
+
+
+async def alternate(
+    ctx: BenchContext, rounds: int, batches: int
+) -> tuple[BatchRecorder, list[float]]:
+    """Rounds of one worker drain cycle of `batches` batches and as many bare batches,
+    the worker first in the first round, then turn about; every batch must be full."""
+    drain = worker_options(ctx.url, ctx.plan.batch_size, batches)
+    recorder, bare_ms = BatchRecorder(), []
+    for number in range(rounds):
+        if number % 2:
+            bare_ms += await _bare(ctx, batches)
+        await worker_cycle(drain, ctx.as_of, recorder)
+        if not number % 2:
+            bare_ms += await _bare(ctx, batches)
+    _require_full(ctx, [b.expired_count for b in recorder.batches])
+    return recorder, bare_ms
+
+
+async def _bare(ctx: BenchContext, count: int) -> list[float]:
+    batches = await bare_batches(ctx.store, ctx.as_of, ctx.plan.batch_size, count)
+    _require_full(ctx, [b.rows for b in batches])
+    return [b.ms for b in batches]
+
+
+def _require_full(ctx: BenchContext, rows: Sequence[int]) -> None:
+    """A short batch would time less work: the backlog must outlast the section."""
+    if any(n != ctx.plan.batch_size for n in rows):
+        raise BenchError(
+            f"a batch expired {min(rows)} rows, not {ctx.plan.batch_size}: the backlog ran out"
+        )

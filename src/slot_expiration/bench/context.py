@@ -1,0 +1,38 @@
+"""What every section of a run is handed: the database, the clock, the plan, a progress line."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TextIO
+
+from slot_expiration.bench.plan import BenchPlan
+from slot_expiration.store.bench_store import BenchStore
+
+
+class BenchError(RuntimeError):
+    """A run could not measure what it set out to (a worker failed, the data ran out)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """One line on stderr per step, with the time since the run began."""
+
+    out: TextIO = sys.stderr
+    started: float = field(default_factory=time.monotonic)
+    clock: Callable[[], float] = time.monotonic
+
+    def __call__(self, message: str) -> None:
+        print(f"bench [{self.clock() - self.started:6.1f} s] {message}", file=self.out, flush=True)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchContext:
+    url: str  # reaches the benchmark's schema
+    as_of: datetime  # the AsOf of every cycle; the table is loaded around it
+    plan: BenchPlan
+    store: BenchStore  # an autocommit session of the benchmark's own
+    progress: Progress
