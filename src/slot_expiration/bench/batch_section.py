@@ -4,7 +4,9 @@ Both run alternately on the same table in the same run: a round is one worker
 cycle of N batches and N bare batches, the order swapped every round so that
 the table's slow drift (dead tuples of the rows expired so far) weighs on both
 alike. The worker's default mode, one batch per cycle on a fresh session, is
-timed too, batch and whole cycle.
+timed too, batch and whole cycle, and so is opening a session. Within a cycle,
+the first batches are set apart from the later ones: psycopg prepares a
+statement server-side once a session has run it PREPARE_THRESHOLD times.
 """
 
 from __future__ import annotations
@@ -15,7 +17,16 @@ from dataclasses import dataclass
 from slot_expiration.bench.context import BenchContext, BenchError
 from slot_expiration.bench.dataset import restore_backlog
 from slot_expiration.bench.stats import Distribution, ratio
-from slot_expiration.bench.timing import BatchRecorder, bare_batches, worker_cycle, worker_options
+from slot_expiration.bench.timing import (
+    BatchRecorder,
+    bare_batches,
+    session_open_ms,
+    worker_cycle,
+    worker_options,
+)
+
+PREPARE_THRESHOLD = 5  # psycopg's default prepare_threshold
+SESSIONS_TIMED = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +37,13 @@ class BatchComparison:
     p95_ratio: float | None
     single_batch: Distribution  # ms of the batch of a default (one-batch) cycle
     single_cycle: Distribution  # ms of that whole cycle: connect, purge, batch, backlog count
+    early_batches: Distribution  # worker batches 1..PREPARE_THRESHOLD of their cycle
+    later_batches: Distribution | None  # the batches after those
+    session_open: Distribution  # ms to open (and close) a session like the worker's
     rounds: int
     batches_per_round: int
+    worker_samples_ms: tuple[float, ...]  # in the order they ran, for a look at outliers
+    bare_samples_ms: tuple[float, ...]
 
 
 async def measure_batches(ctx: BenchContext) -> BatchComparison:
@@ -45,6 +61,8 @@ async def measure_batches(ctx: BenchContext) -> BatchComparison:
         await worker_cycle(one_batch, ctx.as_of, single)
     _require_full(ctx, [b.expired_count for b in single.batches])
     worker, bare = Distribution.of(recorder.batch_ms()), Distribution.of(bare_ms)
+    early = [b.duration_ms for b in recorder.batches if b.number <= PREPARE_THRESHOLD]
+    later = [b.duration_ms for b in recorder.batches if b.number > PREPARE_THRESHOLD]
     return BatchComparison(
         worker=worker,
         bare=bare,
@@ -52,8 +70,13 @@ async def measure_batches(ctx: BenchContext) -> BatchComparison:
         p95_ratio=ratio(worker.p95, bare.p95),
         single_batch=Distribution.of(single.batch_ms()),
         single_cycle=Distribution.of([c.duration_ms for c in single.cycles]),
+        early_batches=Distribution.of(early),
+        later_batches=Distribution.of(later) if later else None,
+        session_open=Distribution.of(await session_open_ms(ctx.url, SESSIONS_TIMED)),
         rounds=plan.batch_rounds,
         batches_per_round=plan.batches_per_round,
+        worker_samples_ms=tuple(recorder.batch_ms()),
+        bare_samples_ms=tuple(bare_ms),
     )
 
 

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TextIO
 
 from slot_expiration.bench.plan import BenchPlan
+from slot_expiration.cycle import BACKLOG_COUNT_CAP
 from slot_expiration.store.bench_store import BenchStore
 
 
@@ -36,3 +37,14 @@ class BenchContext:
     plan: BenchPlan
     store: BenchStore  # an autocommit session of the benchmark's own
     progress: Progress
+    plans: dict[str, str] = field(default_factory=dict)  # EXPLAIN ANALYZE texts, by occasion
+
+    async def explain(self, occasion: str, statement: str) -> None:
+        """Keep the executed plan of a named statement (its changes rolled back)."""
+        params = {
+            "as_of": self.as_of,
+            "now": self.as_of,
+            "batch_size": self.plan.batch_size,
+            "cap": BACKLOG_COUNT_CAP,
+        }
+        self.plans[f"{occasion}: {statement}"] = await self.store.explain(statement, params)

@@ -73,6 +73,8 @@ async def _point(ctx: BenchContext, slots: int) -> GrowthPoint:
         recorder, bare_ms = await alternate(ctx, growth.rounds, growth.batches)
         first, *rest = recorder.batch_ms()
         dead = PhaseTiming(Distribution.of(rest or [first]), Distribution.of(bare_ms))
+        for statement in ("expire_batch", "bench_bare_batch"):
+            await ctx.explain(f"{slots:,} slots, {wave:,} just expired, not vacuumed", statement)
         await store.vacuum_analyze()
         ctx.progress(f"e. {slots:,} slots: vacuumed")
         vacuumed = await _phase(ctx)

@@ -43,6 +43,7 @@ class RunFacts:
     server_version: str
     server_settings: dict[str, str]
     table: LoadedTable | None  # the table of sections a-d and f, as loaded
+    load_before_run: tuple[float, float, float]  # 1, 5, 15 minutes: the machine's own load
     load_average: dict[str, tuple[float, float]]  # per section: 1-minute load before, after
 
 
@@ -99,7 +100,9 @@ def render_markdown(report: BenchReport) -> str:
         _row(tuple("---" for _ in HEADER)),
         *(_row(row) for row in table_rows(report)),
         "",
-        "Load average (1 min) before / after each section: "
+        f"Load average before the run (1, 5, 15 min): "
+        f"{' / '.join(f'{v:.2f}' for v in facts.load_before_run)}; "
+        "1 min before / after each section (the run's own processes count too): "
         + ", ".join(f"{name} {b:.2f} / {a:.2f}" for name, (b, a) in facts.load_average.items())
         + ".",
     ]
@@ -149,6 +152,16 @@ def _batch_rows(a: BatchComparison, check: TargetCheck) -> Iterator[Row]:
         f"{_x(a.median_ratio)} (p95 {_x(a.p95_ratio)})",
         check.target.describe(),
         check.describe(),
+    )
+    later = f" / {a.later_batches.median:.2f}" if a.later_batches else ""
+    yield (
+        "a. one batch of 500",
+        "worker batch by place in its cycle: 1st-5th / 6th on (median ms)",
+        f"{a.early_batches.median:.2f}{later}",
+        f"opening a session {a.session_open.median:.2f} ms",
+        DASH,
+        DASH,
+        DASH,
     )
     yield (
         "a. one batch of 500",

@@ -43,6 +43,7 @@ _MEASURE: dict[Section, Callable[[BenchContext], Awaitable[Any]]] = {
 
 async def run_bench(options: BenchOptions, command: str, progress: Progress) -> BenchReport:
     started_at, started = datetime.now(UTC), time.monotonic()
+    load_before = os.getloadavg()
     async with bench_database(options.database_url) as database:
         progress(f"on {database.where}: schema slot_expiration_bench created")
         async with BenchStore.connect(database.url) as store:
@@ -53,7 +54,7 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 store=store,
                 progress=progress,
             )
-            table, plans = await _prepare(ctx, options.sections)
+            table = await _prepare(ctx, options.sections)
             results, load = await _measure(ctx, options.sections)
             facts = RunFacts(
                 mode=options.mode.value,
@@ -67,32 +68,34 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 server_version=await store.server_version(),
                 server_settings=await store.server_settings(REPORTED_SETTINGS),
                 table=table,
+                load_before_run=load_before,
                 load_average=load,
             )
     facts = replace(facts, seconds=time.monotonic() - started)
-    return BenchReport(facts, replace(results, plans=plans))
+    return BenchReport(facts, replace(results, plans=ctx.plans))
 
 
-async def _prepare(
-    ctx: BenchContext, sections: tuple[Section, ...]
-) -> tuple[LoadedTable | None, dict[str, str]]:
+async def _prepare(ctx: BenchContext, sections: tuple[Section, ...]) -> LoadedTable | None:
     """Load the shared table (unless only the growth section runs) and read the plans of
     the worker's statement and the bare one on it, before anything is expired."""
     if set(sections) <= {Section.GROWTH}:
-        return None, {}
+        return None
     shape = ctx.plan.table
     ctx.progress(f"loading {shape.slots:,} slots ({shape.due:,} due)")
     table = await load_table(ctx.store, shape, ctx.as_of)
     ctx.progress(f"loaded in {table.load_seconds:.1f} s: {table.by_status}")
-    params = {"as_of": ctx.as_of, "now": ctx.as_of, "batch_size": ctx.plan.batch_size}
-    plans = {
-        "expire_batch (the worker's batch)": await ctx.store.explain("expire_batch", params),
-        "bench_bare_batch (the floor)": await ctx.store.explain("bench_bare_batch", params),
-    }
+    occasion = f"{shape.slots:,} slots, {shape.due:,} due, as loaded"
+    for statement in (
+        "expire_batch",
+        "bench_bare_batch",
+        "count_backlog_capped",
+        "purge_quarantine",
+    ):
+        await ctx.explain(occasion, statement)
     await ctx.store.vacuum_analyze()  # the explained, rolled-back updates left dead tuples
     if Section.BOOKING in sections:
         await ctx.store.create_booking_candidates()
-    return table, plans
+    return table
 
 
 async def _measure(

@@ -21,7 +21,8 @@ def percentile(samples: Sequence[float], q: float) -> float:
         return float(samples[0])
     # 1000 cut points resolve tenths of a percent (p99.9 is cut point 999).
     cuts = statistics.quantiles(samples, n=1000, method="inclusive")
-    return cuts[round(q * 10) - 1]
+    # Interpolation in floating point may overshoot the largest sample by an ulp.
+    return min(max(cuts[round(q * 10) - 1], min(samples)), max(samples))
 
 
 @dataclass(frozen=True, slots=True)

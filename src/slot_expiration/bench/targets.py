@@ -27,7 +27,7 @@ class Target:
     unit: str = "x"
 
     def check(self, value: float | None, why_not_measured: str = "") -> TargetCheck:
-        return TargetCheck(self, value, why_not_measured)
+        return TargetCheck(self, value, why_not_measured if value is None else "")
 
     def describe(self) -> str:
         limit = f"<= {self.limit:g}{self.unit if self.unit != 'x' else ''}"

@@ -83,6 +83,17 @@ async def worker_cycle(
     return await observed_cycle(build_cycle(options), recorder, options.max_cycle_seconds, as_of)
 
 
+async def session_open_ms(url: str, count: int) -> list[float]:
+    """How long opening and closing a session takes (each worker cycle opens one)."""
+    samples = []
+    for _ in range(count):
+        started = time.perf_counter()
+        async with BenchStore.connect(url):
+            pass
+        samples.append((time.perf_counter() - started) * 1000.0)
+    return samples
+
+
 @dataclass(frozen=True, slots=True)
 class BareBatch:
     rows: int
