@@ -18,6 +18,7 @@ from slot_expiration.bench.report import (
     HEADER,
     BenchReport,
     BenchResults,
+    Conditions,
     RunFacts,
     render_markdown,
     table_rows,
@@ -94,7 +95,7 @@ FACTS = RunFacts(
     server_settings={"shared_buffers": "1GB"},
     table=None,
     load_before_run=(0.25, 0.5, 0.75),
-    load_average={"a": (0.5, 1.5)},
+    conditions={"a": Conditions(0.5, 1.5, 0, 1, 12.0)},
 )
 REPORT = BenchReport(FACTS, RESULTS)
 
@@ -115,7 +116,7 @@ def test_the_header_says_what_ran_where_and_the_load_it_ran_under() -> None:
 
     assert "`slot-expiration bench` on embedded PostgreSQL on port 5555" in markdown
     assert "Load average before the run (1, 5, 15 min): 0.25 / 0.50 / 0.75" in markdown
-    assert "a 0.50 / 1.50" in markdown
+    assert "a 0.50 -> 1.50, 0, 1, 12 s" in markdown
 
 
 def test_each_target_is_set_beside_its_result_with_its_verdict() -> None:
@@ -195,4 +196,4 @@ def test_the_json_holds_the_same_figures_the_targets_and_the_plans() -> None:
     assert [t["section"] for t in document["targets"]] == ["a", "b", "d", "e", "f"]
     assert {t["verdict"] for t in document["targets"]} == {"met", "not met", "not measured"}
     assert document["plans"] == {"expire_batch": "Update on availability_slots"}
-    assert document["run"]["load_average"] == {"a": [0.5, 1.5]}
+    assert document["run"]["conditions"]["a"]["autovacuum_runs"] == 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, replace
 
 from slot_expiration.bench.context import BenchContext, BenchError
 from slot_expiration.bench.dataset import restore_backlog
@@ -27,6 +27,7 @@ class DrainRun:
     batches: int
     first_batches_ms: float  # median of the first EDGE_BATCHES batches
     last_batches_ms: float  # median of the last EDGE_BATCHES full batches
+    wal_mb: float = 0.0  # WAL the server wrote meanwhile (10^6 bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,13 +41,19 @@ class DrainComparison:
 async def measure_drains(ctx: BenchContext) -> DrainComparison:
     backlog = await restore_backlog(ctx.store, ctx.as_of)
     ctx.progress(f"b. worker draining {backlog:,} rows (drain mode, one cycle)")
-    worker = await _worker_drain(ctx)
+    worker = await _with_wal(ctx, _worker_drain(ctx))
     await _check_drained(ctx, backlog)
     await restore_backlog(ctx.store, ctx.as_of)
     ctx.progress(f"b. bare statement draining {backlog:,} rows")
-    bare = await _bare_drain(ctx)
+    bare = await _with_wal(ctx, _bare_drain(ctx))
     await _check_drained(ctx, backlog)
     return DrainComparison(backlog, worker, bare, ratio(worker.seconds, bare.seconds))
+
+
+async def _with_wal(ctx: BenchContext, drain: Awaitable[DrainRun]) -> DrainRun:
+    position = await ctx.store.wal_position()
+    run = await drain
+    return replace(run, wal_mb=await ctx.store.wal_bytes_since(position) / 1e6)
 
 
 async def _worker_drain(ctx: BenchContext) -> DrainRun:

@@ -31,6 +31,17 @@ DASH = "-"
 
 
 @dataclass(frozen=True, slots=True)
+class Conditions:
+    """What else went on while a section ran: a busy machine or server shows here."""
+
+    load_before: float  # 1-minute load average (the run's own processes count too)
+    load_after: float
+    checkpoints: int  # during the section
+    autovacuum_runs: int  # autovacuum and autoanalyze runs on the slot table
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class RunFacts:
     mode: str
     command: str  # what reproduces the run (a password in a URL shown as ***)
@@ -44,7 +55,7 @@ class RunFacts:
     server_settings: dict[str, str]
     table: LoadedTable | None  # the table of sections a-d and f, as loaded
     load_before_run: tuple[float, float, float]  # 1, 5, 15 minutes: the machine's own load
-    load_average: dict[str, tuple[float, float]]  # per section: 1-minute load before, after
+    conditions: dict[str, Conditions]  # per section
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +111,15 @@ def render_markdown(report: BenchReport) -> str:
         _row(tuple("---" for _ in HEADER)),
         *(_row(row) for row in table_rows(report)),
         "",
-        f"Load average before the run (1, 5, 15 min): "
-        f"{' / '.join(f'{v:.2f}' for v in facts.load_before_run)}; "
-        "1 min before / after each section (the run's own processes count too): "
-        + ", ".join(f"{name} {b:.2f} / {a:.2f}" for name, (b, a) in facts.load_average.items())
+        "Load average before the run (1, 5, 15 min): "
+        f"{' / '.join(f'{v:.2f}' for v in facts.load_before_run)}. Per section: 1-min load "
+        "before -> after (the run's own processes count too), checkpoints, autovacuum runs, "
+        "seconds: "
+        + "; ".join(
+            f"{name} {c.load_before:.2f} -> {c.load_after:.2f}, {c.checkpoints}, "
+            f"{c.autovacuum_runs}, {c.seconds:.0f} s"
+            for name, c in facts.conditions.items()
+        )
         + ".",
     ]
     return "\n".join(lines) + "\n"
@@ -187,9 +203,9 @@ def _drain_rows(b: DrainComparison, check: TargetCheck) -> Iterator[Row]:
     )
     yield (
         f"b. drain {b.backlog:,}",
-        "batch ms, first 10 / last 10 (median)",
-        f"worker {w.first_batches_ms:.2f} / {w.last_batches_ms:.2f}",
-        f"bare {bare.first_batches_ms:.2f} / {bare.last_batches_ms:.2f}",
+        "batch ms, first 10 / last 10 (median); WAL written",
+        f"worker {w.first_batches_ms:.2f} / {w.last_batches_ms:.2f}; {w.wal_mb:,.0f} MB",
+        f"bare {bare.first_batches_ms:.2f} / {bare.last_batches_ms:.2f}; {bare.wal_mb:,.0f} MB",
         DASH,
         DASH,
         DASH,

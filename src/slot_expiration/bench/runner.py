@@ -20,7 +20,7 @@ from slot_expiration.bench.memory_section import measure_memory
 from slot_expiration.bench.options import BenchOptions
 from slot_expiration.bench.parallel_section import measure_parallel
 from slot_expiration.bench.plan import Section, plan_for
-from slot_expiration.bench.report import BenchReport, BenchResults, RunFacts
+from slot_expiration.bench.report import BenchReport, BenchResults, Conditions, RunFacts
 from slot_expiration.store.bench_store import BenchStore
 
 _RESULT_FIELD = {
@@ -55,7 +55,7 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 progress=progress,
             )
             table = await _prepare(ctx, options.sections)
-            results, load = await _measure(ctx, options.sections)
+            results, conditions = await _measure(ctx, options.sections)
             facts = RunFacts(
                 mode=options.mode.value,
                 command=command,
@@ -69,7 +69,7 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 server_settings=await store.server_settings(REPORTED_SETTINGS),
                 table=table,
                 load_before_run=load_before,
-                load_average=load,
+                conditions=conditions,
             )
     facts = replace(facts, seconds=time.monotonic() - started)
     return BenchReport(facts, replace(results, plans=ctx.plans))
@@ -100,14 +100,22 @@ async def _prepare(ctx: BenchContext, sections: tuple[Section, ...]) -> LoadedTa
 
 async def _measure(
     ctx: BenchContext, sections: tuple[Section, ...]
-) -> tuple[BenchResults, dict[str, tuple[float, float]]]:
-    results, load = BenchResults(), {}
+) -> tuple[BenchResults, dict[str, Conditions]]:
+    results, conditions = BenchResults(), {}
     for section in sections:
-        before = os.getloadavg()[0]
+        load, started = os.getloadavg()[0], time.monotonic()
+        checkpoints, autovacuums = await ctx.store.activity_counters()
         measured = await _MEASURE[section](ctx)
         if isinstance(measured, list):
             measured = tuple(measured)
         results = replace(results, **{_RESULT_FIELD[section]: measured})
-        load[section.value] = (before, os.getloadavg()[0])
-        ctx.progress(f"{section.value}. done (load average {load[section.value][1]:.2f})")
-    return results, load
+        checkpoints_after, autovacuums_after = await ctx.store.activity_counters()
+        conditions[section.value] = Conditions(
+            load_before=load,
+            load_after=os.getloadavg()[0],
+            checkpoints=checkpoints_after - checkpoints,
+            autovacuum_runs=autovacuums_after - autovacuums,
+            seconds=time.monotonic() - started,
+        )
+        ctx.progress(f"{section.value}. done (load average {os.getloadavg()[0]:.2f})")
+    return results, conditions

@@ -5,23 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import TYPE_CHECKING
 
 import click
 
-from slot_expiration.bench.context import BenchError, Progress
-from slot_expiration.bench.options import (
-    BenchOptions,
-    BenchOptionsError,
-    bench_options,
-    reproduce_command,
-)
-from slot_expiration.bench.report import BenchReport, render_markdown, to_json
-from slot_expiration.bench.runner import run_bench
+from slot_expiration.bench.options import BenchOptionsError, bench_options
 from slot_expiration.cli.common import guarded, input_secrets, options_from
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.loop import terminate_as_interrupt
 from slot_expiration.options import redact_url, url_secrets
 from slot_expiration.store.bench_store import BENCH_SCHEMA
+
+if TYPE_CHECKING:
+    from slot_expiration.bench.report import BenchReport
 
 
 @click.command()
@@ -67,17 +63,22 @@ def bench(
             "created there, filled and dropped at the end",
             err=True,
         )
+    # Imported here, not with the command line: the worker's own processes
+    # (`run`, `once`) must not carry the benchmark in their memory.
+    from slot_expiration.bench.context import BenchError, Progress  # noqa: PLC0415
+    from slot_expiration.bench.options import reproduce_command  # noqa: PLC0415
+    from slot_expiration.bench.report import render_markdown, to_json  # noqa: PLC0415
+    from slot_expiration.bench.runner import run_bench  # noqa: PLC0415
+
+    def run() -> BenchReport:
+        with terminate_as_interrupt():
+            try:
+                return asyncio.run(run_bench(options, reproduce_command(options), Progress()))
+            except BenchError as exc:
+                fail(f"bench: {exc}", ExitCode.FAILURE, url_secrets(options.database_url or ""))
+
     target = options_from(environment=False, database_url=options.database_url)
-    report = guarded(lambda: _run(options), target)
+    report = guarded(run, target)
     options.json_out.write_text(json.dumps(to_json(report), indent=2) + "\n", encoding="utf-8")
     click.echo(render_markdown(report))
     click.echo(f"Figures written to {options.json_out}.")
-
-
-def _run(options: BenchOptions) -> BenchReport:
-    secrets = url_secrets(options.database_url or "")
-    with terminate_as_interrupt():
-        try:
-            return asyncio.run(run_bench(options, reproduce_command(options), Progress()))
-        except BenchError as exc:
-            fail(f"bench: {exc}", ExitCode.FAILURE, secrets)

@@ -208,3 +208,22 @@ SELECT current_setting('server_version');
 -- Put before a named statement: its plan as executed, with buffer counts
 -- (inside a transaction the benchmark rolls back).
 EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING ON)
+
+-- name: bench_activity_counters
+-- What the server did by itself that can disturb a measurement: checkpoints
+-- (timed or requested) and autovacuum or autoanalyze runs on the slot table.
+SELECT
+    (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter),
+    coalesce(
+        (
+            SELECT autovacuum_count + autoanalyze_count FROM pg_stat_user_tables
+            WHERE relid = to_regclass('availability_slots')
+        ),
+        0
+    );
+
+-- name: bench_wal_position
+SELECT pg_current_wal_insert_lsn()::text;
+
+-- name: bench_wal_bytes_since
+SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %(since)s::pg_lsn)::bigint;

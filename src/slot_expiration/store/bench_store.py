@@ -202,6 +202,17 @@ class BenchStore:
 
     # --- the server ---------------------------------------------------------------------
 
+    async def activity_counters(self) -> tuple[int, int]:
+        """(checkpoints so far, autovacuum and autoanalyze runs on the slot table so far)."""
+        row = (await self._fetch("bench_activity_counters"))[0]
+        return int(row[0]), int(row[1])
+
+    async def wal_position(self) -> str:
+        return str(await self._value("bench_wal_position"))
+
+    async def wal_bytes_since(self, position: str) -> int:
+        return int(await self._value("bench_wal_bytes_since", {"since": position}))
+
     async def server_version(self) -> str:
         return str(await self._value("bench_server_version"))
 
