@@ -7,6 +7,9 @@ alike. The worker's default mode, one batch per cycle on a fresh session, is
 timed too, batch and whole cycle, and so is opening a session. Within a cycle,
 the first batches are set apart from the later ones: psycopg prepares a
 statement server-side once a session has run it PREPARE_THRESHOLD times.
+A third series sends the worker's own statement alone, in autocommit, one round
+trip like the bare one: it splits the worker's distance from the floor into
+what its SQL costs and what its transaction and code around the SQL cost.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from slot_expiration.bench.dataset import restore_backlog
 from slot_expiration.bench.stats import Distribution, ratio
 from slot_expiration.bench.timing import (
     BatchRecorder,
+    bare_batch,
     bare_batches,
     session_open_ms,
     worker_cycle,
     worker_options,
+    worker_statement,
 )
 
 PREPARE_THRESHOLD = 5  # psycopg's default prepare_threshold
@@ -33,6 +38,8 @@ SESSIONS_TIMED = 20
 class BatchComparison:
     worker: Distribution  # ms per batch, inside drain cycles
     bare: Distribution  # ms per bare statement
+    statement_only: Distribution  # ms of the worker's statement sent alone (autocommit)
+    statement_bare: Distribution  # ms of the bare batches interleaved one by one with those
     median_ratio: float | None  # worker / bare
     p95_ratio: float | None
     single_batch: Distribution  # ms of the batch of a default (one-batch) cycle
@@ -54,6 +61,14 @@ async def measure_batches(ctx: BenchContext) -> BatchComparison:
         f"{plan.batches_per_round} bare batches"
     )
     recorder, bare_ms = await alternate(ctx, plan.batch_rounds, plan.batches_per_round)
+    ctx.progress(f"a. {plan.statement_batches} worker statements alone, each beside a bare one")
+    statement_ms, paired_ms = [], []
+    for _ in range(plan.statement_batches):
+        statement = await worker_statement(ctx.store, ctx.as_of, size)
+        paired = await bare_batch(ctx.store, ctx.as_of, size)
+        _require_full(ctx, [statement.rows, paired.rows])
+        statement_ms.append(statement.ms)
+        paired_ms.append(paired.ms)
     ctx.progress(f"a. {plan.single_batch_cycles} default cycles of one batch")
     single = BatchRecorder()
     one_batch = worker_options(ctx.url, size, 1)
@@ -66,6 +81,8 @@ async def measure_batches(ctx: BenchContext) -> BatchComparison:
     return BatchComparison(
         worker=worker,
         bare=bare,
+        statement_only=Distribution.of(statement_ms),
+        statement_bare=Distribution.of(paired_ms),
         median_ratio=ratio(worker.median, bare.median),
         p95_ratio=ratio(worker.p95, bare.p95),
         single_batch=Distribution.of(single.batch_ms()),

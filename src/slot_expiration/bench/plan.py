@@ -74,6 +74,7 @@ class BenchPlan:
     batch_rounds: int  # section a: rounds of (a worker drain cycle, as many bare batches)
     batches_per_round: int
     single_batch_cycles: int  # section a: cycles in the default mode (one batch each)
+    statement_batches: int  # section a: the worker's statement alone, each beside a bare one
     processes: tuple[int, ...]
     booking: BookingLoad
     growth: GrowthPlan
@@ -86,8 +87,10 @@ class BenchPlan:
 
     @property
     def batch_section_rows(self) -> int:
-        """Rows section a expires: its worker and bare batches, and its one-batch cycles."""
-        batches = 2 * self.batch_rounds * self.batches_per_round + self.single_batch_cycles
+        """Rows section a expires: its worker and bare batches, the worker's statement alone
+        (each beside one more bare batch), and its one-batch cycles."""
+        paired = self.batch_rounds * self.batches_per_round + self.statement_batches
+        batches = 2 * paired + self.single_batch_cycles
         return batches * self.batch_size
 
 
@@ -101,6 +104,7 @@ _DEFAULT = BenchPlan(
     batch_rounds=5,
     batches_per_round=20,
     single_batch_cycles=20,
+    statement_batches=50,
     processes=(1, 2, 4),
     booking=BookingLoad(
         seconds=16, warmup_seconds=2, rate_per_second=200, clients=4, candidates=100_000
@@ -125,10 +129,11 @@ _PLANS = {
     ),
     Mode.QUICK: BenchPlan(
         mode=Mode.QUICK,
-        table=TableShape(slots=50_000, due=15_000, consultants=200, tenants=20),
+        table=TableShape(slots=50_000, due=20_000, consultants=200, tenants=20),
         batch_rounds=2,
         batches_per_round=5,
         single_batch_cycles=3,
+        statement_batches=5,
         processes=(1, 2, 4),
         booking=BookingLoad(
             seconds=4, warmup_seconds=1, rate_per_second=100, clients=2, candidates=5_000

@@ -14,7 +14,7 @@ from slot_expiration.bench.drain_section import DrainComparison
 from slot_expiration.bench.growth_section import Growth, GrowthPoint
 from slot_expiration.bench.memory_section import MemoryProfile
 from slot_expiration.bench.parallel_section import ParallelDrain
-from slot_expiration.bench.stats import Distribution
+from slot_expiration.bench.stats import Distribution, ratio
 from slot_expiration.bench.targets import (
     BATCH_RATIO,
     BOOKING_P99,
@@ -168,6 +168,16 @@ def _batch_rows(a: BatchComparison, check: TargetCheck) -> Iterator[Row]:
         f"{_x(a.median_ratio)} (p95 {_x(a.p95_ratio)})",
         check.target.describe(),
         check.describe(),
+    )
+    yield (
+        "a. one batch of 500",
+        f"the worker's statement alone, one round trip ({a.statement_only.count}, "
+        "each beside a bare one)",
+        f"statement {_ms(a.statement_only)}",
+        f"bare {_ms(a.statement_bare)}",
+        _x(ratio(a.statement_only.median, a.statement_bare.median)),
+        DASH,
+        DASH,
     )
     later = f" / {a.later_batches.median:.2f}" if a.later_batches else ""
     yield (

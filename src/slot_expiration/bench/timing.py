@@ -106,6 +106,12 @@ async def bare_batch(store: BenchStore, as_of: datetime, batch_size: int) -> Bar
     return BareBatch(rows, (time.perf_counter() - started) * 1000.0)
 
 
+async def worker_statement(store: BenchStore, as_of: datetime, batch_size: int) -> BareBatch:
+    started = time.perf_counter()
+    rows = await store.worker_statement(as_of, as_of, batch_size)
+    return BareBatch(rows, (time.perf_counter() - started) * 1000.0)
+
+
 async def bare_batches(
     store: BenchStore, as_of: datetime, batch_size: int, count: int
 ) -> list[BareBatch]:

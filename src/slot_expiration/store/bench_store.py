@@ -162,6 +162,12 @@ class BenchStore:
         """One bare batch in its own transaction (autocommit: one round trip)."""
         return await self._rowcount("bench_bare_batch", {"as_of": as_of, "batch_size": batch_size})
 
+    async def worker_statement(self, as_of: datetime, now: datetime, batch_size: int) -> int:
+        """The worker's own batch statement (expire_batch) sent alone, in autocommit: the
+        same SQL as the worker's batch without its transaction around it. Rows expired."""
+        params = {"as_of": as_of, "now": now, "batch_size": batch_size}
+        return len((await self._fetch("expire_batch", params))[0][0])
+
     async def explain(self, name: str, params: dict[str, Any]) -> str:
         """The executed plan of a named statement, with buffers; its changes rolled back."""
         statement = sql.SQL(query("bench_explain_prefix")) + sql.SQL(" ") + sql.SQL(query(name))
