@@ -97,6 +97,7 @@ FACTS = RunFacts(
     server_settings={"shared_buffers": "1GB"},
     table=None,
     load_before_run=(0.25, 0.5, 0.75),
+    cpu_busy_before_run=0.125,
     conditions={"a": Conditions(0.5, 1.5, 0, 1, 12.0)},
 )
 REPORT = BenchReport(FACTS, RESULTS)
@@ -117,7 +118,8 @@ def test_the_header_says_what_ran_where_and_the_load_it_ran_under() -> None:
     markdown = render_markdown(REPORT)
 
     assert "`slot-expiration bench` on embedded PostgreSQL on port 5555" in markdown
-    assert "Load average before the run (1, 5, 15 min): 0.25 / 0.50 / 0.75" in markdown
+    assert "the CPUs were 12% busy with other work" in markdown
+    assert "load average (1, 5, 15 min): 0.25 / 0.50 / 0.75" in markdown
     assert "a 0.50 -> 1.50, 0, 1, 12 s" in markdown
 
 

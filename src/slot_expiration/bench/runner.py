@@ -16,6 +16,7 @@ from slot_expiration.bench.database import REPORTED_SETTINGS, bench_database
 from slot_expiration.bench.dataset import LoadedTable, load_table, reference_time
 from slot_expiration.bench.drain_section import measure_drains
 from slot_expiration.bench.growth_section import measure_growth
+from slot_expiration.bench.machine import cpu_busy
 from slot_expiration.bench.memory_section import measure_memory
 from slot_expiration.bench.options import BenchOptions
 from slot_expiration.bench.parallel_section import measure_parallel
@@ -23,6 +24,7 @@ from slot_expiration.bench.plan import Section, plan_for
 from slot_expiration.bench.report import BenchReport, BenchResults, Conditions, RunFacts
 from slot_expiration.store.bench_store import BenchStore
 
+BUSY_SAMPLE_SECONDS = 3.0
 _RESULT_FIELD = {
     Section.BATCH: "batch",
     Section.DRAIN: "drain",
@@ -42,8 +44,9 @@ _MEASURE: dict[Section, Callable[[BenchContext], Awaitable[Any]]] = {
 
 
 async def run_bench(options: BenchOptions, command: str, progress: Progress) -> BenchReport:
-    started_at, started = datetime.now(UTC), time.monotonic()
     load_before = os.getloadavg()
+    busy_before = await cpu_busy(BUSY_SAMPLE_SECONDS)
+    started_at, started = datetime.now(UTC), time.monotonic()
     async with bench_database(options.database_url) as database:
         progress(f"on {database.where}: schema slot_expiration_bench created")
         async with BenchStore.connect(database.url) as store:
@@ -69,6 +72,7 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 server_settings=await store.server_settings(REPORTED_SETTINGS),
                 table=table,
                 load_before_run=load_before,
+                cpu_busy_before_run=busy_before,
                 conditions=conditions,
             )
     facts = replace(facts, seconds=time.monotonic() - started)
