@@ -8,8 +8,10 @@ import pytest
 
 from slot_expiration.bench.dataset import table_spec
 from slot_expiration.bench.plan import TableShape
+from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.store.bench_store import BenchSchemaExistsError, BenchStore
 from tests.support.database import SlotDatabase
+from tests.support.roles import password_role
 from tests.support.slots import AS_OF
 
 pytestmark = pytest.mark.integration
@@ -175,3 +177,18 @@ async def test_booking_candidates_are_future_available_slots(
 async def _numbers(db: SlotDatabase) -> list[int]:
     cursor = await db.conn.execute("SELECT n FROM bench_booking_candidates")
     return [int(row[0]) for row in await cursor.fetchall()]
+
+
+async def test_a_checkpoint_runs_for_a_superuser(store: BenchStore) -> None:
+    assert await store.checkpoint() is True
+    assert store.can_checkpoint
+
+
+async def test_a_role_that_may_not_checkpoint_is_told_apart_and_not_asked_again(
+    pg_server: EmbeddedPostgres, database_url: str
+) -> None:
+    with password_role(pg_server) as role:
+        async with BenchStore.connect(role.url_for(database_url)) as plain:
+            assert await plain.checkpoint() is False
+            assert await plain.checkpoint() is False
+            assert not plain.can_checkpoint

@@ -96,6 +96,7 @@ FACTS = RunFacts(
     server_version="15.18",
     server_settings={"shared_buffers": "1GB"},
     table=None,
+    checkpoint_before_sections=True,
     load_before_run=(0.25, 0.5, 0.75),
     cpu_busy_before_run=0.125,
     conditions={"a": Conditions(0.5, 1.5, 0, 1, 12.0)},

@@ -22,8 +22,9 @@ from slot_expiration.store.migrate import upgrade
 
 # A server like a modest production one: durable (PostgreSQL's own defaults for
 # fsync, synchronous_commit and full_page_writes), with room in shared memory.
-# Checkpoints are spaced so that a default run (minutes) sees none by the clock:
-# one landing in the middle of a section would weigh on whatever ran then.
+# The benchmark checkpoints before each measured part itself (see bench_checkpoint);
+# timed checkpoints are spaced out so that none lands in the middle of a section,
+# where it would weigh on whatever ran then.
 BENCH_SERVER_SETTINGS = (
     "shared_buffers=1GB",
     "maintenance_work_mem=256MB",

@@ -61,6 +61,7 @@ async def load_table(store: BenchStore, shape: TableShape, as_of: datetime) -> L
     await store.load_slots(table_spec(shape, as_of))
     await store.vacuum_analyze()
     seconds = time.perf_counter() - started
+    await store.checkpoint()
     return LoadedTable(
         slots=shape.slots,
         due=await store.count_due(as_of),
@@ -71,8 +72,9 @@ async def load_table(store: BenchStore, shape: TableShape, as_of: datetime) -> L
 
 
 async def restore_backlog(store: BenchStore, as_of: datetime) -> int:
-    """Put back every row expired since the load, then vacuum: the next drain starts
-    from the table as loaded, without the dead tuples of the last one."""
+    """Put back every row expired since the load, then vacuum and checkpoint: the next
+    drain starts from the table as loaded, without the dead tuples of the last one."""
     await store.reset_backlog(as_of)
     await store.vacuum_analyze()
+    await store.checkpoint()
     return await store.count_due(as_of)

@@ -5,7 +5,8 @@ timed, worker and bare alternately, in three states: just loaded and vacuumed;
 after a wave of expiries (a share of the table expired in one statement, as
 many dead tuples as the default autovacuum lets pile up before it acts: 20%),
 analyzed as autoanalyze would but not vacuumed; and after VACUUM. Autovacuum is
-off for the table meanwhile, so that it cannot change the state being measured.
+off for the table meanwhile, so that it cannot change the state being measured;
+each phase starts after a CHECKPOINT, like every section.
 The first worker batch after the wave is shown by itself: it meets the dead
 index entries before any scan has marked them dead.
 """
@@ -69,6 +70,7 @@ async def _point(ctx: BenchContext, slots: int) -> GrowthPoint:
         clean = await _phase(ctx)
         wave = await store.expire_oldest(ctx.as_of, round(slots * growth.dead_share))
         await store.analyze()
+        await store.checkpoint()
         ctx.progress(f"e. {slots:,} slots: {wave:,} rows just expired, not vacuumed")
         recorder, bare_ms = await alternate(ctx, growth.rounds, growth.batches)
         first, *rest = recorder.batch_ms()
@@ -76,6 +78,7 @@ async def _point(ctx: BenchContext, slots: int) -> GrowthPoint:
         for statement in ("expire_batch", "bench_bare_batch"):
             await ctx.explain(f"{slots:,} slots, {wave:,} just expired, not vacuumed", statement)
         await store.vacuum_analyze()
+        await store.checkpoint()
         ctx.progress(f"e. {slots:,} slots: vacuumed")
         vacuumed = await _phase(ctx)
     finally:

@@ -54,6 +54,7 @@ class RunFacts:
     server_version: str
     server_settings: dict[str, str]
     table: LoadedTable | None  # the table of sections a-d and f, as loaded
+    checkpoint_before_sections: bool  # False: the role may not CHECKPOINT (a given database)
     load_before_run: tuple[float, float, float]  # 1, 5, 15 minutes: the machine's own load
     cpu_busy_before_run: float  # share of all CPUs busy (others' work) just before the run
     conditions: dict[str, Conditions]  # per section
@@ -112,7 +113,12 @@ def render_markdown(report: BenchReport) -> str:
         _row(tuple("---" for _ in HEADER)),
         *(_row(row) for row in table_rows(report)),
         "",
-        f"Before the run the CPUs were {facts.cpu_busy_before_run:.0%} busy with other work; "
+        (
+            "Each section, and each phase of e, starts after a CHECKPOINT. "
+            if facts.checkpoint_before_sections
+            else "The role may not CHECKPOINT: sections start without one. "
+        )
+        + f"Before the run the CPUs were {facts.cpu_busy_before_run:.0%} busy with other work; "
         "load average (1, 5, 15 min): "
         f"{' / '.join(f'{v:.2f}' for v in facts.load_before_run)}. Per section: 1-min load "
         "before -> after (the run's own processes count too), checkpoints, autovacuum runs, "

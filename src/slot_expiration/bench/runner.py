@@ -71,6 +71,7 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 server_version=await store.server_version(),
                 server_settings=await store.server_settings(REPORTED_SETTINGS),
                 table=table,
+                checkpoint_before_sections=store.can_checkpoint,
                 load_before_run=load_before,
                 cpu_busy_before_run=busy_before,
                 conditions=conditions,

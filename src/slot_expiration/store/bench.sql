@@ -227,3 +227,9 @@ SELECT pg_current_wal_insert_lsn()::text;
 
 -- name: bench_wal_bytes_since
 SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %(since)s::pg_lsn)::bigint;
+
+-- name: bench_checkpoint
+-- Before each measured part: dirty pages written out (the disk settles), and
+-- every page's next change writes a full page image to the WAL, as the first
+-- change after any checkpoint does on a server in service.
+CHECKPOINT;

@@ -71,6 +71,7 @@ class BenchStore:
 
     def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
         self._conn = connection
+        self.can_checkpoint = True  # until the server says this role may not
 
     @classmethod
     @asynccontextmanager
@@ -131,6 +132,17 @@ class BenchStore:
 
     async def analyze(self) -> None:
         await self._execute("bench_analyze")
+
+    async def checkpoint(self) -> bool:
+        """CHECKPOINT, if this role may (a superuser or pg_checkpoint); whether it ran."""
+        if self.can_checkpoint:
+            try:
+                await self._conn.execute(query("bench_checkpoint"))
+            except psycopg.errors.InsufficientPrivilege:
+                self.can_checkpoint = False
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+        return self.can_checkpoint
 
     async def autovacuum(self, *, enabled: bool) -> None:
         await self._execute("bench_autovacuum_default" if enabled else "bench_autovacuum_off")
