@@ -2,9 +2,11 @@
 
 pgbench books random future slots at a fixed rate, twice for the same length of
 time: once alone, once while a real `slot-expiration once` process drains the
-backlog. The first run leaves out its warm-up; the second keeps only the
-bookings that ended while the worker's cycle ran (from its cycle.started to its
-cycle.completed log lines).
+backlog, and that pair again (a disturbance from elsewhere then weighs on both
+kinds rather than on one). A run alone leaves out its warm-up; a run beside
+the worker keeps only the bookings that ended while the worker's cycle ran
+(from its cycle.started to its cycle.completed log lines). Each kind's
+bookings are pooled over the pairs.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ LOCK_TIMEOUT_SECONDS = 2.0  # the worker's default
 
 @dataclass(frozen=True, slots=True)
 class BookingLatency:
-    bookings: int  # transactions that succeeded in the window
-    failed: int  # transactions pgbench logged as failed or skipped in the window
+    bookings: int  # transactions that succeeded in the windows
+    failed: int  # transactions pgbench logged as failed or skipped in the windows
     latency_ms: Distribution
     bookings_per_second: float
     window_seconds: float
@@ -49,33 +51,60 @@ class BookingLatency:
 class BookingInterference:
     rate_per_second: int
     clients: int
+    pairs: int  # runs alone and beside a worker, taken in turn; their bookings pooled
     without_worker: BookingLatency
     with_worker: BookingLatency
     p50_ratio: float | None  # with / without
     p99_ratio: float | None
-    worker_rows: int  # what the worker drained meanwhile
+    pair_p99_ratios: tuple[float | None, ...]  # each pair's own, to see the spread
+    worker_rows: int  # what the worker drained meanwhile, each time
     worker_rows_per_second: float
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The bookings pgbench logged in a stretch of time, and how long it was."""
+
+    transactions: tuple[LoggedTransaction, ...]
+    seconds: float
 
 
 async def measure_bookings(ctx: BenchContext) -> BookingInterference:
     load = ctx.plan.booking
     settings = PgbenchSettings(load.seconds, load.rate_per_second, load.clients)
-    backlog = await restore_backlog(ctx.store, ctx.as_of)
-    ctx.progress(f"d. bookings alone ({load.rate_per_second}/s for {load.seconds:g} s)")
-    alone = await _alone(ctx, settings)
-    ctx.progress(f"d. bookings beside a worker draining {backlog:,} rows")
-    beside, rows, drain_seconds = await _beside_worker(ctx, settings)
-    if rows != backlog:
-        raise BenchError(f"d. the worker expired {rows} rows, not the backlog of {backlog}")
+    alone: list[Window] = []
+    beside: list[Window] = []
+    drains: list[tuple[int, float]] = []
+    for number in range(1, load.pairs + 1):
+        backlog = await restore_backlog(ctx.store, ctx.as_of)
+        ctx.progress(
+            f"d. {number}/{load.pairs}: bookings alone "
+            f"({load.rate_per_second}/s for {load.seconds:g} s)"
+        )
+        alone.append(await _alone(ctx, settings))
+        ctx.progress(
+            f"d. {number}/{load.pairs}: bookings beside a worker draining {backlog:,} rows"
+        )
+        window, rows, seconds = await _beside_worker(ctx, settings)
+        if rows != backlog:
+            raise BenchError(f"d. the worker expired {rows} rows, not the backlog of {backlog}")
+        beside.append(window)
+        drains.append((rows, seconds))
+    without, with_worker = latency_of(alone), latency_of(beside)
     return BookingInterference(
         rate_per_second=load.rate_per_second,
         clients=load.clients,
-        without_worker=alone,
-        with_worker=beside,
-        p50_ratio=ratio(beside.latency_ms.median, alone.latency_ms.median),
-        p99_ratio=ratio(beside.latency_ms.p99, alone.latency_ms.p99),
-        worker_rows=rows,
-        worker_rows_per_second=rate(rows, drain_seconds),
+        pairs=load.pairs,
+        without_worker=without,
+        with_worker=with_worker,
+        p50_ratio=ratio(with_worker.latency_ms.median, without.latency_ms.median),
+        p99_ratio=ratio(with_worker.latency_ms.p99, without.latency_ms.p99),
+        pair_p99_ratios=tuple(
+            ratio(latency_of([b]).latency_ms.p99, latency_of([a]).latency_ms.p99)
+            for a, b in zip(alone, beside, strict=True)
+        ),
+        worker_rows=drains[-1][0],
+        worker_rows_per_second=rate(sum(r for r, _ in drains), sum(s for _, s in drains)),
     )
 
 
@@ -85,16 +114,14 @@ async def _script(ctx: BenchContext) -> str:
     return booking_script(pick, book, count)
 
 
-async def _alone(ctx: BenchContext, settings: PgbenchSettings) -> BookingLatency:
+async def _alone(ctx: BenchContext, settings: PgbenchSettings) -> Window:
     script = await _script(ctx)
     started = time.time()
     logged = await run_pgbench(ctx.url, script, settings)
-    return latency_in(logged, started + ctx.plan.booking.warmup_seconds, float("inf"))
+    return window_of(logged, started + ctx.plan.booking.warmup_seconds, float("inf"))
 
 
-async def _beside_worker(
-    ctx: BenchContext, settings: PgbenchSettings
-) -> tuple[BookingLatency, int, float]:
+async def _beside_worker(ctx: BenchContext, settings: PgbenchSettings) -> tuple[Window, int, float]:
     script = await _script(ctx)
     bookings = asyncio.create_task(run_pgbench(ctx.url, script, settings))
     try:
@@ -111,21 +138,29 @@ async def _beside_worker(
     start = event_time(worker.events("cycle.started")[0]).timestamp()
     end = event_time(worker.events("cycle.completed")[-1]).timestamp()
     rows = int(once_summary(worker)["expired_count"])
-    return latency_in(logged, start, end), rows, end - start
+    return window_of(logged, start, end), rows, end - start
 
 
-def latency_in(logged: Sequence[LoggedTransaction], start: float, end: float) -> BookingLatency:
+def window_of(logged: Sequence[LoggedTransaction], start: float, end: float) -> Window:
     """The bookings that ended in [start, end]; the window ends at the last of them at most."""
-    window = between(logged, start, end)
-    done = [t.latency_ms for t in window if t.ok and t.latency_ms is not None]
-    if not done:
+    kept = between(logged, start, end)
+    if not kept:
         raise BenchError("no booking ended while it was measured")
     first = max(start, min(t.ended_at for t in logged))
-    last = min(end, max(t.ended_at for t in window))
-    seconds = max(last - first, 0.0)
+    last = min(end, max(t.ended_at for t in kept))
+    return Window(tuple(kept), max(last - first, 0.0))
+
+
+def latency_of(windows: Sequence[Window]) -> BookingLatency:
+    """The bookings of several windows, pooled."""
+    logged = [t for window in windows for t in window.transactions]
+    done = [t.latency_ms for t in logged if t.ok and t.latency_ms is not None]
+    if not done:
+        raise BenchError("no booking succeeded while it was measured")
+    seconds = sum(window.seconds for window in windows)
     return BookingLatency(
         bookings=len(done),
-        failed=len(window) - len(done),
+        failed=len(logged) - len(done),
         latency_ms=Distribution.of(done),
         bookings_per_second=rate(len(done), seconds),
         window_seconds=seconds,

@@ -47,6 +47,7 @@ class BookingLoad:
     rate_per_second: int  # scheduled bookings per second (pgbench --rate)
     clients: int
     candidates: int  # future Available slots the bookings pick from
+    pairs: int  # runs alone and beside a worker, in turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +108,18 @@ _DEFAULT = BenchPlan(
     statement_batches=50,
     processes=(1, 2, 4),
     booking=BookingLoad(
-        seconds=16, warmup_seconds=2, rate_per_second=200, clients=4, candidates=100_000
+        seconds=12,
+        warmup_seconds=2,
+        rate_per_second=200,
+        clients=4,
+        candidates=100_000,
+        pairs=2,
     ),
     growth=GrowthPlan(
         sizes=(100_000, 1_000_000),
         dead_share=0.2,
-        rounds=3,
-        batches=4,
+        rounds=2,
+        batches=6,
         consultants=2_000,
         tenants=200,
     ),
@@ -136,7 +142,12 @@ _PLANS = {
         statement_batches=5,
         processes=(1, 2, 4),
         booking=BookingLoad(
-            seconds=4, warmup_seconds=1, rate_per_second=100, clients=2, candidates=5_000
+            seconds=4,
+            warmup_seconds=1,
+            rate_per_second=100,
+            clients=2,
+            candidates=5_000,
+            pairs=1,
         ),
         growth=GrowthPlan(
             sizes=(20_000, 50_000),

@@ -36,7 +36,7 @@ class Conditions:
 
     load_before: float  # 1-minute load average (the run's own processes count too)
     load_after: float
-    checkpoints: int  # during the section
+    checkpoints: int  # during the section, besides the benchmark's own
     autovacuum_runs: int  # autovacuum and autoanalyze runs on the slot table
     seconds: float
 
@@ -121,7 +121,7 @@ def render_markdown(report: BenchReport) -> str:
         + f"Before the run the CPUs were {facts.cpu_busy_before_run:.0%} busy with other work; "
         "load average (1, 5, 15 min): "
         f"{' / '.join(f'{v:.2f}' for v in facts.load_before_run)}. Per section: 1-min load "
-        "before -> after (the run's own processes count too), checkpoints, autovacuum runs, "
+        "before -> after (the run's own processes count too), other checkpoints, autovacuum runs, "
         "seconds: "
         + "; ".join(
             f"{name} {c.load_before:.2f} -> {c.load_after:.2f}, {c.checkpoints}, "
@@ -247,7 +247,8 @@ def _parallel_rows(drains: tuple[ParallelDrain, ...]) -> Iterator[Row]:
 
 def _booking_rows(d: BookingInterference, check: TargetCheck) -> Iterator[Row]:
     w, wo = d.with_worker, d.without_worker
-    load = f"{d.rate_per_second}/s, {d.clients} clients"
+    pairs = f"{d.pairs} pair{'s' if d.pairs > 1 else ''} of runs"
+    load = f"{d.rate_per_second}/s, {d.clients} clients, {pairs}"
     yield (
         "d. booking latency",
         f"p50 ({load})",
@@ -262,7 +263,7 @@ def _booking_rows(d: BookingInterference, check: TargetCheck) -> Iterator[Row]:
         f"p99 ({load})",
         f"with worker {w.latency_ms.p99:.2f} ms (worker {d.worker_rows_per_second:,.0f} rows/s)",
         f"without {wo.latency_ms.p99:.2f} ms",
-        _x(d.p99_ratio),
+        f"{_x(d.p99_ratio)} (each pair: {', '.join(_x(r) for r in d.pair_p99_ratios)})",
         check.target.describe(),
         check.describe(),
     )

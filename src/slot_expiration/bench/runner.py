@@ -110,6 +110,7 @@ async def _measure(
     for section in sections:
         load, started = os.getloadavg()[0], time.monotonic()
         checkpoints, autovacuums = await ctx.store.activity_counters()
+        ours = ctx.store.checkpoints_run
         measured = await _MEASURE[section](ctx)
         if isinstance(measured, list):
             measured = tuple(measured)
@@ -118,7 +119,7 @@ async def _measure(
         conditions[section.value] = Conditions(
             load_before=load,
             load_after=os.getloadavg()[0],
-            checkpoints=checkpoints_after - checkpoints,
+            checkpoints=checkpoints_after - checkpoints - (ctx.store.checkpoints_run - ours),
             autovacuum_runs=autovacuums_after - autovacuums,
             seconds=time.monotonic() - started,
         )

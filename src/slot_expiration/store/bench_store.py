@@ -72,6 +72,7 @@ class BenchStore:
     def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
         self._conn = connection
         self.can_checkpoint = True  # until the server says this role may not
+        self.checkpoints_run = 0
 
     @classmethod
     @asynccontextmanager
@@ -138,6 +139,7 @@ class BenchStore:
         if self.can_checkpoint:
             try:
                 await self._conn.execute(query("bench_checkpoint"))
+                self.checkpoints_run += 1
             except psycopg.errors.InsufficientPrivilege:
                 self.can_checkpoint = False
             except psycopg.Error as exc:
