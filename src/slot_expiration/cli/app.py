@@ -13,6 +13,7 @@ import click
 from slot_expiration.cli.common import input_secrets
 from slot_expiration.cli.demo_command import demo
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
+from slot_expiration.cli.status_command import status
 from slot_expiration.cli.worker_commands import migrate, once, run
 
 
@@ -25,7 +26,7 @@ def cli() -> None:
     """Moves Available slots whose start has passed to Expired, in batches, oldest first."""
 
 
-for command in (migrate, once, run, demo):
+for command in (migrate, once, run, demo, status):
     cli.add_command(command)
 
 

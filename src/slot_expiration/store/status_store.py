@@ -152,7 +152,7 @@ class StatusStore:
             table=table,
             definition=definition,
             scan=scan,
-            serves_selection=scan.endswith(f"using {SELECTION_INDEX}"),
+            serves_selection=f"using {SELECTION_INDEX}" in scan,
         )
 
     async def _rows(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -164,15 +164,22 @@ class StatusStore:
 
 
 def _slot_table_scan(explained: Any) -> str:
-    """How an EXPLAIN (FORMAT JSON) plan reads the slot table, in EXPLAIN's own words."""
+    """How an EXPLAIN (FORMAT JSON) plan reads the slot table, in EXPLAIN's own words.
+
+    A bitmap scan reads the table in one node and the index in a child node:
+    both are named ("Bitmap Heap Scan, Bitmap Index Scan using ix_...").
+    """
     try:
-        for node in _plan_nodes(explained[0]["Plan"]):
-            if node.get("Relation Name") == SLOT_TABLE:
-                index = node.get("Index Name")
-                return f"{node['Node Type']} using {index}" if index else str(node["Node Type"])
+        steps = [
+            f"{node['Node Type']} using {node['Index Name']}"
+            if "Index Name" in node
+            else str(node["Node Type"])
+            for node in _plan_nodes(explained[0]["Plan"])
+            if node.get("Relation Name") == SLOT_TABLE or "Index Name" in node
+        ]
     except (KeyError, IndexError, TypeError) as exc:
         raise SlotStoreError(f"unexpected EXPLAIN output: {exc!r}") from exc
-    return "no scan of availability_slots"
+    return ", ".join(steps) or f"no scan of {SLOT_TABLE}"
 
 
 def _plan_nodes(node: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
