@@ -29,6 +29,8 @@ def parse_listen_address(text: str) -> ListenAddress:
 
     Raises ValueError with a message that says what a valid address looks like.
     """
+    if "://" in text:
+        raise ValueError("give host:port without a scheme, e.g. 127.0.0.1:9464")
     host, colon, port_text = text.rpartition(":")
     if not colon or not host:
         raise ValueError("must be host:port, e.g. 127.0.0.1:9464 (or '' to turn it off)")

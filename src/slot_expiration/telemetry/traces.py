@@ -92,8 +92,8 @@ class TraceHooks:
         _close(opened)
 
     def cycle_completed(self, result: CycleResult) -> None:
-        self._inner.cycle_completed(result)
         self._close_batch_in_flight(result.run_id, "the cycle ended before the batch did")
+        self._inner.cycle_completed(result)
         opened = self._cycles.pop(result.run_id, None)
         if opened is None:
             return
@@ -111,9 +111,11 @@ class TraceHooks:
         _close(opened)
 
     def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
+        # The batch in flight rolled back: it ends first, so the sinks hear of the
+        # failure under the cycle's own span.
+        self._close_batch_in_flight(run_id, f"rolled back: {type(error).__name__}")
         self._inner.cycle_failed(run_id, error, budget_exceeded=budget_exceeded)
         reason = "budget_exceeded" if budget_exceeded else "error"
-        self._close_batch_in_flight(run_id, f"rolled back: {type(error).__name__}")
         opened = self._cycles.pop(run_id, None)
         if opened is None:
             return
