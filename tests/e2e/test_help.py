@@ -15,6 +15,7 @@ URL, BATCH, CYCLE, LOGS = (
     "SLOT_EXPIRATION_LOG_FORMAT",
 )
 INTERVAL, GRACE = "SLOT_EXPIRATION_INTERVAL_SECONDS", "SLOT_EXPIRATION_SHUTDOWN_GRACE_SECONDS"
+METRICS = "SLOT_EXPIRATION_METRICS_ADDR"
 
 
 @pytest.mark.parametrize(
@@ -22,7 +23,8 @@ INTERVAL, GRACE = "SLOT_EXPIRATION_INTERVAL_SECONDS", "SLOT_EXPIRATION_SHUTDOWN_
     [
         ("migrate", {URL}),
         ("once", {URL, BATCH, CYCLE, LOGS}),
-        ("run", {URL, BATCH, INTERVAL, CYCLE, GRACE, LOGS}),
+        ("run", {URL, BATCH, INTERVAL, CYCLE, GRACE, LOGS, METRICS}),
+        ("status", {URL}),
     ],
 )
 async def test_help_of_each_worker_command_lists_its_environment_variables(
@@ -43,4 +45,4 @@ async def test_help_of_the_program_lists_every_command() -> None:
 
     assert done.returncode == 0, done.describe()
     commands = done.stdout.partition("Commands:")[2].split()
-    assert {"migrate", "once", "run", "demo"} <= set(commands), done.stdout
+    assert {"migrate", "once", "run", "demo", "status"} <= set(commands), done.stdout
