@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from slot_expiration.telemetry.metrics import MetricsHooks, exported_metric_names
-from tests.support.promtool import DASHBOARD, promtool
+from tests.support.dashboard import dashboard, expressions
+from tests.support.promtool import promtool
 
 # Grafana's own variables, replaced by a value of their kind before PromQL sees them.
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
@@ -21,21 +21,6 @@ _RANGES = re.compile(r"\[[^\]]*\]")
 _CLAUSES = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
 _IDENTIFIER = re.compile(r"(?<![\w.:])([A-Za-z_:][\w:]*)(?![\w:])(?!\s*\()")
 _KEYWORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan"}
-
-
-def _dashboard() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(DASHBOARD.read_text(encoding="utf-8"))
-    return loaded
-
-
-def _panels() -> list[dict[str, Any]]:
-    panels = _dashboard()["panels"]
-    nested = [child for panel in panels for child in panel.get("panels", [])]
-    return [*panels, *nested]
-
-
-def _expressions() -> list[str]:
-    return [t["expr"] for p in _panels() for t in p.get("targets", []) if "expr" in t]
 
 
 def as_promql(expression: str) -> str:
@@ -62,18 +47,18 @@ def test_metric_names_finds_the_metrics_and_nothing_else() -> None:
 
 
 def test_the_dashboard_has_uid_calendar_overview_and_a_background_jobs_row() -> None:
-    dashboard = _dashboard()
-    rows = [p for p in dashboard["panels"] if p["type"] == "row"]
+    document = dashboard()
+    rows = [p for p in document["panels"] if p["type"] == "row"]
 
-    assert dashboard["uid"] == "calendar-overview"
+    assert document["uid"] == "calendar-overview"
     assert [row["title"] for row in rows] == ["Background jobs"]
 
 
 def test_every_panel_the_issue_lists_is_in_the_row() -> None:
-    expressions = _expressions()
+    promql = expressions()
 
     def shown(*parts: str) -> bool:
-        return any(all(part in expression for part in parts) for expression in expressions)
+        return any(all(part in expression for part in parts) for expression in promql)
 
     for quantile in ("0.5", "0.95", "0.99"):
         assert shown(f"histogram_quantile({quantile},", "cycle_duration_seconds_bucket")
@@ -92,7 +77,7 @@ def test_every_expression_parses_with_promtool(tmp_path: Path) -> None:
                 "name": "dashboard",
                 "rules": [
                     {"record": f"dashboard_expression_{i}", "expr": as_promql(expression)}
-                    for i, expression in enumerate(_expressions())
+                    for i, expression in enumerate(expressions())
                 ],
             }
         ]
@@ -103,10 +88,10 @@ def test_every_expression_parses_with_promtool(tmp_path: Path) -> None:
     checked = promtool("check", "rules", str(rule_file))
 
     assert checked.returncode == 0, checked.output
-    assert f"SUCCESS: {len(_expressions())} rules found" in checked.output
+    assert f"SUCCESS: {len(expressions())} rules found" in checked.output
 
 
-@pytest.mark.parametrize("expression", _expressions())
+@pytest.mark.parametrize("expression", expressions())
 def test_every_expression_names_only_metrics_the_worker_exports(expression: str) -> None:
     exported = exported_metric_names(MetricsHooks().registry)
     named = metric_names(as_promql(expression))
