@@ -107,15 +107,38 @@ def configure_logging(log_format: LogFormat, level: int = logging.INFO) -> None:
         if log_format is LogFormat.JSON
         else structlog.dev.ConsoleRenderer(colors=False)
     )
+    timestamp = structlog.processors.TimeStamper(fmt="iso", utc=True)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             add_trace_id,
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            timestamp,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+    _route_standard_logging(renderer, timestamp)
+
+
+def _route_standard_logging(
+    renderer: structlog.typing.Processor, timestamp: structlog.typing.Processor
+) -> None:
+    """Libraries (the OTLP exporter, aiohttp) log through `logging`: their warnings and
+    errors become lines of the same format, so stderr stays one JSON object per line."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.stdlib.add_logger_name,
+                structlog.processors.add_log_level,
+                timestamp,
+            ],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(logging.WARNING)
