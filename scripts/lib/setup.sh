@@ -59,7 +59,10 @@ ensure_venv() {  # $1: what to install, e.g. "." or ".[dev]"
             "$python" -m venv .venv
         }
     fi
-    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    local have
+    have="$(cat "$stamp" 2>/dev/null || true)"
+    # The development install holds everything the plain one does.
+    if [ "$have" != "$want" ] && [ "$have" != "${want/#. /.[dev] }" ]; then
         echo "setup: installing the package into .venv ($1)" >&2
         .venv/bin/python -m pip install -q --upgrade pip >/dev/null
         .venv/bin/python -m pip install -q -e "$1"

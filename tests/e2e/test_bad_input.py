@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
@@ -62,6 +63,10 @@ class Case:
     needs_empty_database: bool = False
 
 
+def _minutes_from_now(minutes: int) -> str:
+    return (datetime.now(UTC) + timedelta(minutes=minutes)).isoformat()
+
+
 def once(*extra: str) -> Build:
     return lambda t: ["once", "--database-url", t.seeded, "--as-of", AS_OF.isoformat(), *extra]
 
@@ -101,6 +106,44 @@ CASES = [
         },
     ),
     Case("as-of-garbage", once("--as-of", "garbage"), USAGE, r"--as-of"),
+    Case(
+        # One typo would expire every bookable slot: a future clock needs the explicit flag.
+        "as-of-far-future",
+        lambda t: ["once", "--database-url", t.seeded, "--as-of", "9999-12-31T23:59:59Z"],
+        USAGE,
+        r"--as-of .*future.*--allow-future-as-of",
+    ),
+    Case(
+        "as-of-two-minutes-ahead",
+        lambda t: ["once", "--database-url", t.seeded, "--as-of", _minutes_from_now(2)],
+        USAGE,
+        r"--allow-future-as-of",
+    ),
+    Case(
+        "max-batches-negative",
+        once("--max-batches-per-cycle", "-1"),
+        USAGE,
+        r"--max-batches-per-cycle",
+    ),
+    Case(
+        "lock-timeout-zero", once("--lock-timeout-seconds", "0"), USAGE, r"--lock-timeout-seconds"
+    ),
+    Case(
+        "backoff-max-below-base",
+        once("--poison-backoff-seconds", "600", "--poison-backoff-max-seconds", "60"),
+        USAGE,
+        r"poison_backoff_max_seconds must be at least poison_backoff_seconds",
+    ),
+    Case(
+        "backoff-abc-in-env",
+        lambda t: ["once"],
+        USAGE,
+        r"SLOT_EXPIRATION_POISON_BACKOFF_SECONDS",
+        env=lambda t: {
+            "SLOT_EXPIRATION_DATABASE_URL": t.seeded,
+            "SLOT_EXPIRATION_POISON_BACKOFF_SECONDS": "abc",
+        },
+    ),
     Case(
         "run-interval-negative",
         lambda t: ["run", "--database-url", t.seeded, "--interval-seconds", "-1"],

@@ -9,9 +9,17 @@ from datetime import timedelta
 import pytest
 
 from slot_expiration.domain import SlotStatus
-from tests.e2e.command import event_names, eventually, parse_log_lines, run_command, started
+from tests.e2e.command import (
+    PASSWORD,
+    event_names,
+    eventually,
+    parse_log_lines,
+    run_command,
+    started,
+)
 from tests.support.database import SlotDatabase
 from tests.support.slots import AS_OF, make_slot, past_slots
+from tests.support.tcp_proxy import FreezableProxy
 
 pytestmark = pytest.mark.e2e
 
@@ -190,3 +198,104 @@ async def test_once_stopped_by_a_signal_mid_batch_rolls_back_and_releases_its_lo
     # ... and its session let go of the row locks now, not at the statement timeout.
     await eventually(released, "the worker's locks released", timeout_seconds=3)
     assert await db.rows() == before
+
+
+async def test_once_accepts_a_future_as_of_only_with_the_explicit_flag(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    bookable = await db.insert([make_slot(timedelta(days=400)), make_slot(timedelta(days=800))])
+    far = (AS_OF + timedelta(days=500)).isoformat()
+
+    refused = await run_command("once", "--as-of", far, "--database-url", secret_url)
+    allowed = await run_command(
+        "once", "--json", "--as-of", far, "--allow-future-as-of", "--database-url", secret_url
+    )
+
+    assert refused.returncode == 2, refused.describe()
+    assert allowed.returncode == 0, allowed.describe()
+    assert json.loads(allowed.stdout)["expired_count"] == 1
+    statuses = await db.statuses()
+    assert (statuses[bookable[0].id], statuses[bookable[1].id]) == (
+        SlotStatus.EXPIRED,
+        SlotStatus.AVAILABLE,
+    )
+
+
+async def test_once_output_stays_bounded_however_many_rows_fail(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    slots = await db.insert(past_slots(90))
+    poison = slots[:75]
+    await db.install_poison_trigger([p.id for p in poison], "P0001")
+
+    done = await run_command(
+        "once", "--json", "--batch-size", "10", "--as-of", AS_OF.isoformat(),
+        "--database-url", secret_url,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.describe()
+    summary = json.loads(done.stdout)
+    assert (summary["expired_count"], summary["failed_count"]) == (10, 75)
+    assert summary["failed_slot_ids_sample"] == [str(p.id) for p in poison[:10]]
+    assert len(done.stdout) < 1_000
+    failed = [e for e in done.log_events() if e["event"] == "item.failed"]
+    assert sorted(e["slot_id"] for e in failed) == sorted(str(p.id) for p in poison)
+    assert {e["attempts"] for e in failed} == {1}
+
+
+async def test_once_on_a_frozen_network_exits_1_after_its_budget_with_json_logs_only(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await db.insert(past_slots(5))
+    before = await db.rows()
+    await db.install_gate_trigger()
+    await db.close_gate()
+
+    async def waiting() -> bool:
+        return await db.worker_sessions(waiting_on_gate=True) == 1
+
+    async with FreezableProxy.serving(secret_url) as proxy:
+        through = proxy.url_through(secret_url)
+        async with started(
+            "once", "--as-of", AS_OF.isoformat(), "--max-cycle-seconds", "1",
+            "--database-url", through,
+        ) as worker:  # fmt: skip
+            await worker.until(waiting, "the batch waiting on the gate")
+            proxy.freeze()
+            await db.open_gate()
+            done = await worker.wait()
+        assert proxy.frozen  # it ended without the network coming back
+
+    assert done.returncode == 1, done.describe()
+    *logs, error = done.stderr.splitlines()
+    assert error.startswith("slot-expiration: error: "), done.describe()
+    assert "budget" in error
+    events = parse_log_lines(logs)  # every other line is a JSON record
+    assert event_names(events)[0] == "cycle.started"
+    assert event_names(events)[-1] == "cycle.failed"
+    assert PASSWORD not in done.stderr
+
+    async def released() -> bool:
+        return await db.worker_locks() == 0
+
+    await eventually(released, "the orphaned transaction ended by the server's budget")
+    assert await db.rows() == before
+
+
+async def test_once_in_drain_mode_reports_the_totals_of_all_its_batches(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await db.insert(past_slots(23))
+
+    done = await run_command(
+        "once", "--json", "--batch-size", "5", "--max-batches-per-cycle", "0",
+        "--as-of", AS_OF.isoformat(), "--database-url", secret_url,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.describe()
+    summary = json.loads(done.stdout)
+    assert (summary["expired_count"], summary["batches"]) == (23, 5)
+    assert (summary["stop_reason"], summary["backlog"]) == ("drained", 0)
+    events = done.log_events()
+    assert [e["count"] for e in events if e["event"] == "batch.selected"] == [5, 5, 5, 5, 3]
+    assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}

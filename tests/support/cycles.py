@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,7 +17,7 @@ from slot_expiration.cycle import (
     ItemFailure,
     PoisonBackoff,
 )
-from slot_expiration.domain import SlotRef
+from slot_expiration.domain import SlotRef, utc_now
 from slot_expiration.store import SlotStore
 from tests.support.database import LIMITS
 from tests.support.slots import AS_OF
@@ -74,15 +75,15 @@ def make_cycle(
     *,
     max_batches: int = 1,
     backoff: PoisonBackoff | None = None,
-    clock: Callable[[], datetime] | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> ExpiryCycle:
     limits = CycleLimits(
         batch_size=batch_size, max_batches=max_batches, backoff=backoff or PoisonBackoff()
     )
-    opener = lambda: SlotStore.connect(url, LIMITS)  # noqa: E731 - a factory, named for reading
-    if clock is None:
-        return ExpiryCycle(opener, limits)
-    return ExpiryCycle(opener, limits, clock=clock)
+    return ExpiryCycle(
+        lambda: SlotStore.connect(url, LIMITS), limits, monotonic=monotonic, clock=clock
+    )
 
 
 async def run_cycle(
@@ -92,7 +93,7 @@ async def run_cycle(
     *,
     max_batches: int = 1,
     backoff: PoisonBackoff | None = None,
-    clock: Callable[[], datetime] | None = None,
+    clock: Callable[[], datetime] = utc_now,
     stop_requested: Callable[[], bool] | None = None,
 ) -> Outcome:
     cycle = make_cycle(url, batch_size, max_batches=max_batches, backoff=backoff, clock=clock)

@@ -128,6 +128,21 @@ class SlotDatabase:
             "FOR EACH ROW EXECUTE FUNCTION wait_for_gate()"
         )
 
+    async def install_gate_for(self, slot_ids: Sequence[UUID]) -> None:
+        """Only the UPDATE of these slots waits until the gate opens."""
+        ids = sql.Literal([str(i) for i in slot_ids])
+        await self.conn.execute(
+            sql.SQL(
+                "CREATE FUNCTION wait_for_gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "IF NEW.id::text = ANY ({ids}::text[]) THEN "
+                "PERFORM pg_advisory_xact_lock_shared({key}); END IF; RETURN NEW; END $$"
+            ).format(ids=ids, key=sql.Literal(GATE_KEY))
+        )
+        await self.conn.execute(
+            "CREATE TRIGGER wait_for_gate BEFORE UPDATE ON availability_slots "
+            "FOR EACH ROW EXECUTE FUNCTION wait_for_gate()"
+        )
+
     async def close_gate(self) -> None:
         await self.conn.execute(f"SELECT pg_advisory_lock({GATE_KEY})")
 

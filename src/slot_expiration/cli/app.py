@@ -10,9 +10,11 @@ import sys
 
 import click
 
+from slot_expiration.cli.admin_commands import grant
 from slot_expiration.cli.common import input_secrets
 from slot_expiration.cli.demo_command import demo
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
+from slot_expiration.cli.quarantine_commands import quarantine
 from slot_expiration.cli.status_command import status
 from slot_expiration.cli.worker_commands import migrate, once, run
 
@@ -26,7 +28,7 @@ def cli() -> None:
     """Moves Available slots whose start has passed to Expired, in batches, oldest first."""
 
 
-for command in (migrate, once, run, demo, status):
+for command in (migrate, grant, once, run, quarantine, demo, status):
     cli.add_command(command)
 
 

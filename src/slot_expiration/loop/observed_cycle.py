@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 from uuid import uuid4
 
 from slot_expiration.cycle import CycleResult, CycleRun
@@ -25,6 +25,13 @@ class CycleCancelledError(Exception):
     """The cycle was abandoned at shutdown; its batch rolled back whole."""
 
 
+# Once a cycle is cancelled (budget spent, or shutdown), how long it may take to
+# unwind before it is cancelled again. The first cancellation lets the driver ask
+# the server to cancel the statement; the second makes it drop the connection at
+# once (a dead network answers neither), and the server then rolls back.
+CANCEL_GRACE_SECONDS = 2.0
+
+
 def _never() -> bool:
     return False
 
@@ -39,7 +46,8 @@ async def observed_cycle(
     """Run one cycle within `budget_seconds`; every outcome reaches the hooks exactly once.
 
     Batches a cycle committed before it failed were reported to the hooks as
-    they committed; only the batch in flight rolls back.
+    they committed; only the batch in flight rolls back. However the network
+    behaves, a cycle ends within its budget plus a few grace seconds.
     """
     run = CycleRun(
         run_id=uuid4(),
@@ -49,23 +57,60 @@ async def observed_cycle(
         deadline=time.monotonic() + budget_seconds,
     )
     hooks.cycle_started(run.run_id, as_of)
-    budget = asyncio.timeout(budget_seconds)
     try:
-        async with budget:
-            result = await cycle.run(run)
+        result = await _within_budget(cycle.run(run), budget_seconds)
     except asyncio.CancelledError:
         hooks.cycle_failed(run.run_id, CycleCancelledError("stopped during the cycle"),
                            budget_exceeded=False)  # fmt: skip
         raise
-    except Exception as exc:
-        if not budget.expired():
-            hooks.cycle_failed(run.run_id, exc, budget_exceeded=False)
-            raise
-        overrun = CycleBudgetExceededError(
-            f"the cycle ran past its budget of {budget_seconds:g} s and its batch in flight "
-            "was rolled back"
-        )
+    except CycleBudgetExceededError as overrun:
         hooks.cycle_failed(run.run_id, overrun, budget_exceeded=True)
-        raise overrun from exc
+        raise
+    except Exception as exc:
+        hooks.cycle_failed(run.run_id, exc, budget_exceeded=False)
+        raise
     hooks.cycle_completed(result)
     return result
+
+
+async def _within_budget(work: Coroutine[Any, Any, CycleResult], budget: float) -> CycleResult:
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.wait({task}, timeout=budget)
+    except asyncio.CancelledError:
+        await _unwind(task)
+        raise
+    if task.done():
+        return task.result()
+    if await _unwind(task):
+        raise asyncio.CancelledError  # stopped while it unwound: the stop wins
+    detail = "" if task.cancelled() else f" ({task.exception()})"
+    raise CycleBudgetExceededError(
+        f"the cycle ran past its budget of {budget:g} s and its batch in flight "
+        f"was rolled back{detail}"
+    )
+
+
+async def _unwind(task: asyncio.Task[CycleResult]) -> bool:
+    """Cancel the cycle and wait until it has rolled back and closed its connection.
+
+    A cancellation of our own meanwhile only hastens it (one more cancel of the
+    cycle); it is reported by returning True once the cycle is gone.
+    """
+    interrupted = False
+    for grace_seconds in (CANCEL_GRACE_SECONDS, CANCEL_GRACE_SECONDS):
+        if task.done():
+            break
+        task.cancel()
+        try:
+            await asyncio.wait({task}, timeout=grace_seconds)
+        except asyncio.CancelledError:
+            interrupted = True
+    # The store bounds its own last waits (COMMIT, ROLLBACK) after a cancellation.
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            interrupted = True
+            task.cancel()
+    return interrupted

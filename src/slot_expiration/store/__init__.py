@@ -1,6 +1,8 @@
 """PostgreSQL: named statements, the slot store, its errors and the migrations."""
 
 from slot_expiration.store.errors import (
+    CommitInDoubtError,
+    NotQuarantinedError,
     RowRejectedError,
     SchemaMissingError,
     SlotStoreError,
@@ -9,14 +11,18 @@ from slot_expiration.store.errors import (
 )
 from slot_expiration.store.slot_store import (
     LockedBatch,
+    QuarantinedSlot,
     QuarantineEntry,
     SessionLimits,
     SlotStore,
 )
 
 __all__ = [
+    "CommitInDoubtError",
     "LockedBatch",
+    "NotQuarantinedError",
     "QuarantineEntry",
+    "QuarantinedSlot",
     "RowRejectedError",
     "SchemaMissingError",
     "SessionLimits",

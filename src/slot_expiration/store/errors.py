@@ -29,6 +29,19 @@ class StoreConnectError(StoreUnavailableError):
     """No session could be opened: server down, wrong host or port, login refused."""
 
 
+class CommitInDoubtError(StoreUnavailableError):
+    """COMMIT was sent but no answer came before the connection had to be dropped:
+    the server may or may not have committed. Either way each row changed at most
+    once; only the count of the batch is unknown."""
+
+
+class NotQuarantinedError(SlotStoreError):
+    """Slots an operator named are not in the quarantine (expired meanwhile, or a typo)."""
+
+    def __init__(self, slot_ids: list[str]) -> None:
+        super().__init__(f"not in the quarantine, nothing changed: {', '.join(slot_ids)}")
+
+
 class SchemaMissingError(SlotStoreError):
     """The database answers but the worker's tables do not exist yet (or not all)."""
 

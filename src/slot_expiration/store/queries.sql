@@ -158,13 +158,14 @@ WHERE slot_id IN (
 -- they fail inside that row's savepoint instead.
 SET CONSTRAINTS ALL IMMEDIATE;
 
--- name: session_limits
--- Set after connecting rather than as a startup `options` parameter, so the
--- URL's own options are kept and connection poolers accept the session.
+-- name: transaction_limits
+-- The first statement of every transaction: local settings, so they hold on
+-- whichever server session a pooler in transaction mode hands out, and they are
+-- set after connecting, so the URL's own `options` are kept.
 SELECT
-    set_config('statement_timeout', %(statement_timeout)s, false),
-    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, false),
-    set_config('lock_timeout', %(lock_timeout)s, false);
+    set_config('statement_timeout', %(statement_timeout)s, true),
+    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, true),
+    set_config('lock_timeout', %(lock_timeout)s, true);
 
 -- name: expire_slot
 -- The poison-isolation path, step two: one already-locked row.
@@ -201,3 +202,60 @@ SELECT count(*) FROM (
 -- Whether the migrations have created the tables the worker needs.
 SELECT to_regclass('availability_slots') IS NOT NULL
    AND to_regclass('slot_expiration_failures') IS NOT NULL;
+
+-- name: role_exists
+SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = %(role)s);
+
+-- name: slot_table_owner
+-- The schema the worker's tables live in (the one the search path finds), their
+-- owner, and whether we act as that owner: a GRANT by anyone else only warns.
+SELECT n.nspname, pg_get_userbyid(c.relowner), pg_has_role(current_user, c.relowner, 'MEMBER')
+FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE c.oid = to_regclass('availability_slots');
+
+-- The worker role's privileges, exactly. {role} and {schema} are identifiers
+-- that psycopg.sql quotes; nothing else is ever put into these statements.
+-- Everything is revoked first, so a second run leaves exactly the same grants.
+
+-- name: revoke_worker_privileges
+REVOKE ALL ON TABLE availability_slots, slot_expiration_failures,
+    slot_expiration_alembic_version FROM {role};
+
+-- name: grant_schema_usage
+GRANT USAGE ON SCHEMA {schema} TO {role};
+
+-- name: grant_slot_read
+-- Read the slot table: the selection, the skipped count, the backlog.
+GRANT SELECT ON TABLE availability_slots TO {role};
+
+-- name: grant_slot_transition
+-- The expiry itself writes these three columns and no other; FOR UPDATE needs
+-- UPDATE on at least one column, which this gives.
+GRANT UPDATE (status, updated_at, version) ON TABLE availability_slots TO {role};
+
+-- name: grant_quarantine
+-- The product's own quarantine of poison rows.
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE slot_expiration_failures TO {role};
+
+-- name: grant_schema_version_read
+-- Health checks compare the schema's revision with the worker's.
+GRANT SELECT ON TABLE slot_expiration_alembic_version TO {role};
+
+-- name: list_quarantine
+-- The quarantine as an operator reads it: slots still Available, the
+-- soonest retry first.
+SELECT q.slot_id, s.tenant_id, s.start_at, q.attempts, q.first_failed_at, q.last_failed_at,
+       q.next_attempt_at, q.sqlstate, q.message
+FROM slot_expiration_failures AS q
+JOIN availability_slots AS s ON s.id = q.slot_id
+WHERE s.status = 'Available'
+ORDER BY q.next_attempt_at, q.slot_id
+LIMIT %(limit)s;
+
+-- name: retry_quarantined
+-- Make quarantined slots due at once (after the data was fixed): the next
+-- cycle tries them again. Their count of attempts is kept.
+UPDATE slot_expiration_failures
+SET next_attempt_at = %(now)s
+WHERE %(all)s OR slot_id = ANY (%(ids)s::uuid[])
+RETURNING slot_id;

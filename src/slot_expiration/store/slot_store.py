@@ -7,7 +7,7 @@ and translates psycopg's errors into ours (see errors.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -18,6 +18,8 @@ import psycopg
 
 from slot_expiration.domain import Slot, SlotRef, SlotStatus
 from slot_expiration.store.errors import (
+    CommitInDoubtError,
+    NotQuarantinedError,
     RowRejectedError,
     SlotStoreError,
     StoreConnectError,
@@ -54,8 +56,22 @@ class QuarantineEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class QuarantinedSlot:
+    """A quarantined slot as an operator sees it."""
+
+    slot: SlotRef
+    start_at: datetime
+    attempts: int
+    first_failed_at: datetime
+    last_failed_at: datetime
+    next_attempt_at: datetime
+    sqlstate: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class SessionLimits:
-    """Server-side limits of a worker session, a backstop to the client's own budget.
+    """Server-side limits of a worker transaction, a backstop to the client's own budget.
 
     If the worker process freezes mid-batch, PostgreSQL itself ends the
     statement or the idle transaction, so no row lock outlives the budget.
@@ -74,28 +90,50 @@ class SessionLimits:
         }
 
 
-async def _run_to_completion(step: Coroutine[Any, Any, None]) -> bool:
+# After a cancellation, how long COMMIT or ROLLBACK may still wait for the server's
+# answer. Past it (a dead network) the connection is closed: the server rolls the
+# transaction back, unless the COMMIT had already reached it.
+ANSWER_GRACE_SECONDS = 3.0
+
+
+async def _run_to_completion(
+    step: Coroutine[Any, Any, None],
+    abort: Callable[[], Awaitable[None]],
+    in_doubt: BaseException | None = None,
+    grace_seconds: float = ANSWER_GRACE_SECONDS,
+) -> bool:
     """Run COMMIT or ROLLBACK even if the caller is cancelled meanwhile.
 
-    Once sent, the outcome is decided by the server; abandoning the wait
-    would only hide it. Returns whether a cancellation arrived meanwhile.
+    Once sent, the outcome is decided by the server; abandoning the wait would
+    only hide it. But a cancelled caller waits at most `grace_seconds` more:
+    then `abort()` closes the connection and `in_doubt` is raised (for COMMIT,
+    whose outcome is then unknown), else the cancellation goes on.
+    Returns whether a cancellation arrived meanwhile.
     """
     task = asyncio.ensure_future(step)
-    cancelled = False
+    cancelled_at: float | None = None
+    loop = asyncio.get_running_loop()
     while not task.done():
+        timeout = None if cancelled_at is None else cancelled_at + grace_seconds - loop.time()
+        if timeout is not None and timeout <= 0:
+            await abort()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise in_doubt or asyncio.CancelledError()
         try:
-            await asyncio.shield(task)
+            await asyncio.wait({task}, timeout=timeout)
         except asyncio.CancelledError:
-            cancelled = True  # a second or third cancel must not cut it short either
+            cancelled_at = cancelled_at or loop.time()  # a second cancel does not restart it
     task.result()  # the step's own error, if it failed
-    return cancelled
+    return cancelled_at is not None
 
 
 class SlotStore:
     """Repository over `availability_slots` on one connection."""
 
-    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
+    def __init__(self, connection: psycopg.AsyncConnection[Any], limits: SessionLimits) -> None:
         self._conn = connection
+        self._limits = limits
 
     @classmethod
     @asynccontextmanager
@@ -104,37 +142,41 @@ class SlotStore:
         try:
             conn = await psycopg.AsyncConnection.connect(
                 database_url,
-                autocommit=True,
                 application_name=APPLICATION_NAME,
                 connect_timeout=limits.connect_timeout_seconds,
             )
         except psycopg.Error as exc:
             raise StoreConnectError(first_line(exc)) from exc
         try:
-            store = cls(conn)
-            await store._fetch_all("session_limits", limits.parameters())
-            await conn.set_autocommit(False)
-            yield store
+            yield cls(conn, limits)
         finally:
-            await _run_to_completion(conn.close())
+            await conn.close()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
-        """One atomic unit: committed whole on success, rolled back whole otherwise."""
+        """One atomic unit: committed whole on success, rolled back whole otherwise.
+
+        It starts by setting the session limits for itself (see transaction_limits).
+        """
         try:
+            await self._fetch_all("transaction_limits", self._limits.parameters())
             yield
         except BaseException:
             await self._rollback_quietly()
             raise
         try:
-            await _run_to_completion(self._conn.commit())
+            doubt = CommitInDoubtError(
+                f"no answer to COMMIT within {ANSWER_GRACE_SECONDS:g} s of the cancellation: "
+                "the batch may or may not have committed"
+            )
+            await _run_to_completion(self._conn.commit(), self._conn.close, doubt)
         except psycopg.Error as exc:
             raise translate(exc) from exc
 
     async def _rollback_quietly(self) -> None:
         # A broken connection cannot roll back; closing it makes the server do it.
         try:
-            await _run_to_completion(self._conn.rollback())
+            await _run_to_completion(self._conn.rollback(), self._conn.close)
         except psycopg.Error:
             await self._conn.close()
 
@@ -184,6 +226,25 @@ class SlotStore:
         """Drop these rows from the quarantine (they expired)."""
         if slot_ids:
             await self._execute("release_rows", {"ids": list(slot_ids)})
+
+    async def list_quarantine(self, limit: int) -> list[QuarantinedSlot]:
+        """Quarantined slots still Available, the soonest retry first."""
+        rows = await self._fetch_all("list_quarantine", {"limit": limit})
+        return [QuarantinedSlot(SlotRef(id=r[0], tenant_id=r[1]), *r[2:]) for r in rows]
+
+    async def retry_quarantined(
+        self, slot_ids: Sequence[UUID], now: datetime, *, every: bool = False
+    ) -> list[UUID]:
+        """Make these (or `every`) quarantined slots due at `now`; returns them.
+
+        Raises NotQuarantinedError if a named slot is not in the quarantine (the
+        caller's transaction then rolls back: all or nothing).
+        """
+        params = {"ids": list(slot_ids), "now": now, "all": every}
+        found = [row[0] for row in await self._fetch_all("retry_quarantined", params)]
+        if missing := set(slot_ids) - set(found):
+            raise NotQuarantinedError(sorted(str(slot_id) for slot_id in missing))
+        return found
 
     async def purge_quarantine(self) -> None:
         """Forget quarantined rows that left Available some other way."""
@@ -265,6 +326,7 @@ __all__ = [
     "APPLICATION_NAME",
     "LockedBatch",
     "QuarantineEntry",
+    "QuarantinedSlot",
     "RowRejectedError",
     "SessionLimits",
     "SlotStore",

@@ -101,44 +101,44 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def configure_logging(log_format: LogFormat, level: int = logging.INFO) -> None:
-    """Logs go to stderr, one JSON object per line (or readable lines for people)."""
+    """Logs go to stderr, one JSON object per line (or readable lines for people).
+
+    Records of the libraries (psycopg's warnings, say) and Python warnings are
+    rendered the same way, so every line on stderr is one of our records.
+    """
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
         if log_format is LogFormat.JSON
         else structlog.dev.ConsoleRenderer(colors=False)
     )
-    timestamp = structlog.processors.TimeStamper(fmt="iso", utc=True)
+    shared: list[structlog.typing.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        add_trace_id,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            add_trace_id,
-            structlog.processors.add_log_level,
-            timestamp,
-            renderer,
-        ],
+        processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
-    _route_standard_logging(renderer, timestamp)
+    _route_standard_logging(renderer, shared, level)
 
 
 def _route_standard_logging(
-    renderer: structlog.typing.Processor, timestamp: structlog.typing.Processor
+    renderer: structlog.typing.Processor,
+    shared: list[structlog.typing.Processor],
+    level: int,
 ) -> None:
-    """Libraries (the OTLP exporter, aiohttp) log through `logging`: their warnings and
-    errors become lines of the same format, so stderr stays one JSON object per line."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=[
-                structlog.stdlib.add_logger_name,
-                structlog.processors.add_log_level,
-                timestamp,
-            ],
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
         )
     )
     root = logging.getLogger()
     root.handlers = [handler]
-    root.setLevel(logging.WARNING)
+    root.setLevel(max(level, logging.WARNING))  # libraries speak only of trouble
+    logging.captureWarnings(True)

@@ -1,0 +1,93 @@
+"""`slot-expiration grant`: the owner gives the worker's role exactly what it needs; the
+worker then runs as that role, with a password, over TCP."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from slot_expiration.domain import SlotStatus
+from slot_expiration.embedded import EmbeddedPostgres
+from tests.e2e.command import event_names, run_command, started
+from tests.support.database import SlotDatabase
+from tests.support.roles import PasswordRole, password_role
+from tests.support.slots import AS_OF, past_slots
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def role(pg_server: EmbeddedPostgres) -> Iterator[PasswordRole]:
+    with password_role(pg_server) as created:
+        yield created
+
+
+async def test_the_owner_grants_and_the_worker_runs_as_the_least_privileged_role(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    slots = await db.insert(past_slots(7))
+    worker_url = role.url_for(db.url)
+
+    granted = await run_command("grant", "--role", role.name, "--database-url", db.url)
+    once = await run_command(
+        "once", "--json", "--as-of", AS_OF.isoformat(), "--database-url", worker_url
+    )
+
+    assert granted.returncode == 0, granted.describe()
+    expected = (
+        f'GRANT UPDATE (status, updated_at, version) ON TABLE availability_slots TO "{role.name}"'
+    )
+    assert expected in granted.stdout
+    assert once.returncode == 0, once.describe()
+    assert json.loads(once.stdout)["expired_count"] == len(slots)
+    assert role.password not in once.stdout + once.stderr
+    assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
+
+
+async def test_run_as_the_role_polls_and_stops_cleanly(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await db.insert(past_slots(3))
+    await run_command("grant", "--role", role.name, "--database-url", db.url)
+
+    async def drained() -> bool:
+        return set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
+
+    async with started(
+        "run", "--interval-seconds", "3600", "--database-url", role.url_for(db.url)
+    ) as worker:
+        await worker.until(drained, "the backlog expired by the role")
+        await worker.until(lambda: worker.logged("cycle.completed"), "the cycle logged")
+        worker.send_signal(signal.SIGTERM)
+        done = await worker.wait()
+
+    assert done.returncode == 0, done.describe()
+    assert "worker.stopped" in event_names(done.log_events())
+
+
+async def test_grant_dry_run_prints_the_statements_and_changes_nothing(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    done = await run_command("grant", "--role", role.name, "--dry-run", "--database-url", db.url)
+    worker = await run_command(
+        "once", "--as-of", AS_OF.isoformat(), "--database-url", role.url_for(db.url)
+    )
+
+    assert done.returncode == 0, done.describe()
+    assert done.stdout.count("GRANT ") == 5
+    assert worker.returncode == 1  # it still may not read the slots
+    assert "permission denied" in worker.stderr
+
+
+async def test_grant_to_an_unknown_role_is_one_line_and_exit_1(db: SlotDatabase) -> None:
+    done = await run_command("grant", "--role", "nobody_here", "--database-url", db.url)
+
+    assert done.returncode == 1, done.describe()
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "slot-expiration: error: role 'nobody_here' does not exist: create it first "
+        "(CREATE ROLE \"nobody_here\" LOGIN PASSWORD '...')"
+    ]

@@ -1,0 +1,150 @@
+"""Drain mode: several batches per cycle, each its own transaction, within the budget."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from uuid import uuid4
+
+import pytest
+
+from slot_expiration.cycle import CycleRun, StopReason
+from slot_expiration.domain import SlotStatus
+from slot_expiration.loop import CycleBudgetExceededError, StopSignal, observed_cycle
+from slot_expiration.options import load_options
+from slot_expiration.worker import build_cycle, build_loop
+from tests.support.cycles import BatchLog, make_cycle, run_cycle
+from tests.support.database import SlotDatabase
+from tests.support.doubles import ManualTicker, RecordingHooks
+from tests.support.slots import AS_OF, past_slots
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+
+async def gate_waiters(db: SlotDatabase) -> bool:
+    return await db.worker_sessions(waiting_on_gate=True) == 1
+
+
+async def test_drain_expires_the_whole_backlog_each_batch_its_own_transaction(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(23))
+
+    outcome = await run_cycle(db.url, batch_size=5, max_batches=0)
+
+    result = outcome.result
+    assert (result.batches, result.expired_count, result.stop_reason) == (
+        5,
+        23,
+        StopReason.DRAINED,
+    )
+    assert [b.expired_count for b in outcome.batches] == [5, 5, 5, 5, 3]
+    assert [s.id for s in outcome.expired] == [s.id for s in slots]  # oldest first, throughout
+    rows = await db.rows()
+    transactions = [{rows[s.id].xmin for s in batch.expired} for batch in outcome.batches]
+    assert all(len(xmins) == 1 for xmins in transactions)
+    assert len(set().union(*transactions)) == 5
+    assert all(rows[s.id].version == s.version + 1 for s in slots)
+
+
+async def test_drain_stops_at_the_first_batch_that_comes_back_short(db: SlotDatabase) -> None:
+    await db.insert(past_slots(10))
+
+    outcome = await run_cycle(db.url, batch_size=5, max_batches=50)
+
+    assert [b.expired_count for b in outcome.batches] == [5, 5, 0]
+    assert outcome.result.stop_reason is StopReason.DRAINED
+
+
+async def test_max_batches_caps_a_cycle_and_leaves_the_rest_for_the_next(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(30))
+
+    outcome = await run_cycle(db.url, batch_size=5, max_batches=2)
+
+    assert (outcome.result.batches, outcome.expired_count) == (2, 10)
+    assert outcome.result.stop_reason is StopReason.MAX_BATCHES
+    statuses = await db.statuses()
+    assert [statuses[s.id] for s in slots].count(SlotStatus.AVAILABLE) == 20
+    assert outcome.result.backlog == 20
+
+
+async def test_the_default_is_one_batch_per_cycle_as_the_spec_says(db: SlotDatabase) -> None:
+    await db.insert(past_slots(12))
+
+    outcome = await run_cycle(db.url, batch_size=5)
+
+    assert (outcome.result.batches, outcome.expired_count) == (1, 5)
+
+
+async def test_a_stop_between_batches_starts_no_further_batch(db: SlotDatabase) -> None:
+    await db.insert(past_slots(20))
+    log = BatchLog()
+
+    run = CycleRun(uuid4(), AS_OF, observer=log, stop_requested=lambda: len(log.batches) >= 2)
+    result = await make_cycle(db.url, batch_size=5, max_batches=0).run(run)
+
+    assert (result.batches, result.expired_count) == (2, 10)
+    assert result.stop_reason is StopReason.STOP_REQUESTED
+    assert log.started == [1, 2]
+
+
+async def test_no_batch_starts_when_the_budget_left_is_below_twice_the_slowest(
+    db: SlotDatabase,
+) -> None:
+    await db.insert(past_slots(20))
+    ticks = itertools.count()  # a clock that moves one second each time it is read
+    cycle = make_cycle(db.url, batch_size=5, max_batches=0, monotonic=lambda: float(next(ticks)))
+    run = CycleRun(uuid4(), AS_OF, deadline=4.0)
+
+    result = await cycle.run(run)
+
+    # Batch 1 took 1 s (read at 1 and 2); at 3, 3 + 2 x 1 s is past the deadline at 4.
+    assert (result.batches, result.expired_count) == (1, 5)
+    assert result.stop_reason is StopReason.BUDGET
+
+
+async def test_the_budget_reached_mid_drain_rolls_back_only_the_batch_in_flight(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(15))
+    await db.install_gate_for([s.id for s in slots[5:10]])  # batch 2 waits at the gate
+    await db.close_gate()
+    options = load_options(
+        database_url=db.url, batch_size=5, max_batches_per_cycle=0, max_cycle_seconds=1
+    )
+    hooks = RecordingHooks()
+
+    with pytest.raises(CycleBudgetExceededError):
+        await observed_cycle(build_cycle(options), hooks, 1.0, AS_OF)
+
+    statuses = await db.statuses()
+    assert [statuses[s.id] for s in slots] == [SlotStatus.EXPIRED] * 5 + [SlotStatus.AVAILABLE] * 10
+    assert [b.expired_count for b in hooks.batches] == [5]  # the committed batch was reported
+    assert len(hooks.failed) == 1
+    await db.open_gate()
+
+
+async def test_sigterm_between_batches_lets_the_batch_in_flight_commit_and_starts_no_other(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(15))
+    await db.install_gate_for([s.id for s in slots[:5]])  # the first batch waits at the gate
+    await db.close_gate()
+    options = load_options(database_url=db.url, batch_size=5, max_batches_per_cycle=0)
+    hooks, ticker, stop = RecordingHooks(), ManualTicker(), StopSignal()
+    loop = asyncio.create_task(build_loop(options, hooks, ticker).run(stop))
+    ticker.tick()
+    await eventually(lambda: gate_waiters(db))
+
+    stop.request()  # what SIGTERM does
+    await db.open_gate()
+    stats = await loop
+
+    (result,) = hooks.completed
+    assert (stats.cycles_completed, result.batches, result.expired_count) == (1, 1, 5)
+    assert result.stop_reason is StopReason.STOP_REQUESTED
+    statuses = await db.statuses()
+    assert [statuses[s.id] for s in slots].count(SlotStatus.EXPIRED) == 5

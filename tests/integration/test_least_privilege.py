@@ -1,0 +1,164 @@
+"""The worker's role: exactly SELECT on the slots, UPDATE of status, updated_at and
+version, its quarantine; it logs in with a password over TCP and does its job."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import psycopg
+import pytest
+
+from slot_expiration.domain import SlotStatus
+from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.store import StoreConnectError
+from slot_expiration.store.privileges import (
+    NotOwnerError,
+    UnknownRoleError,
+    grant_worker_privileges,
+)
+from tests.support.cycles import run_cycle
+from tests.support.database import SlotDatabase
+from tests.support.roles import PasswordRole, password_role
+from tests.support.slots import AS_OF, make_slot, past_slots
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def role(pg_server: EmbeddedPostgres) -> Iterator[PasswordRole]:
+    with password_role(pg_server) as created:
+        yield created
+
+
+async def test_the_granted_role_runs_cycles_and_keeps_its_quarantine(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    slots = await db.insert(past_slots(6))
+    await db.install_poison_trigger([slots[0].id], "P0001")
+    await grant_worker_privileges(db.url, role.name)
+
+    outcome = await run_cycle(role.url_for(db.url))
+
+    assert (outcome.expired_count, outcome.failed_count) == (5, 1)
+    assert set(await db.quarantine()) == {slots[0].id}
+    await db.execute("DROP TRIGGER poison ON availability_slots")
+    await db.execute("UPDATE slot_expiration_failures SET next_attempt_at = %s", AS_OF)
+    retried = await run_cycle(role.url_for(db.url))
+    assert [s.id for s in retried.expired] == [slots[0].id]
+    assert await db.quarantine() == {}
+
+
+async def test_a_wrong_password_is_refused(db: SlotDatabase, role: PasswordRole) -> None:
+    await grant_worker_privileges(db.url, role.name)
+
+    with pytest.raises(StoreConnectError, match="password authentication failed"):
+        await run_cycle(role.url_for(db.url, password="wrong"))  # noqa: S106 - a wrong one
+
+
+@pytest.mark.parametrize(
+    ("what", "statement"),
+    [
+        ("insert a slot", "INSERT INTO availability_slots SELECT * FROM availability_slots"),
+        ("delete a slot", "DELETE FROM availability_slots"),
+        ("change tenant_id", "UPDATE availability_slots SET tenant_id = gen_random_uuid()"),
+        ("change consultant_id", "UPDATE availability_slots SET consultant_id = tenant_id"),
+        ("change start_at", "UPDATE availability_slots SET start_at = now()"),
+        ("change end_at", "UPDATE availability_slots SET end_at = now()"),
+        ("change created_at", "UPDATE availability_slots SET created_at = now()"),
+        ("change id", "UPDATE availability_slots SET id = gen_random_uuid()"),
+        ("drop the table", "DROP TABLE availability_slots"),
+        ("truncate the table", "TRUNCATE availability_slots CASCADE"),
+    ],
+)
+async def test_the_role_cannot(
+    db: SlotDatabase, role: PasswordRole, what: str, statement: str
+) -> None:
+    await db.insert(past_slots(2))
+    await grant_worker_privileges(db.url, role.name)
+    before = await db.rows()
+
+    async with await psycopg.AsyncConnection.connect(role.url_for(db.url)) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            await conn.execute(statement)
+
+    assert await db.rows() == before, what
+
+
+async def test_the_role_may_write_exactly_the_three_transition_columns(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    (slot,) = await db.insert([make_slot(timedelta(minutes=-1))])
+    await grant_worker_privileges(db.url, role.name)
+
+    async with await psycopg.AsyncConnection.connect(role.url_for(db.url)) as conn:
+        await conn.execute(
+            "UPDATE availability_slots SET status = 'Expired', updated_at = %s, "
+            "version = version + 1 WHERE id = %s",
+            (AS_OF, slot.id),
+        )
+
+    row = (await db.rows())[slot.id]
+    assert (row.status, row.version, row.updated_at) == (SlotStatus.EXPIRED, 2, AS_OF)
+
+
+async def test_granting_twice_leaves_the_same_privileges_and_revokes_extra_ones(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await db.execute(f'GRANT ALL ON availability_slots TO "{role.name}"')
+    first = await grant_worker_privileges(db.url, role.name)
+    granted = await table_privileges(db, role.name)
+
+    second = await grant_worker_privileges(db.url, role.name)
+
+    assert first == second
+    assert await table_privileges(db, role.name) == granted
+    assert granted == {
+        ("availability_slots", "SELECT"),
+        ("slot_expiration_failures", "SELECT"),
+        ("slot_expiration_failures", "INSERT"),
+        ("slot_expiration_failures", "UPDATE"),
+        ("slot_expiration_failures", "DELETE"),
+        ("slot_expiration_alembic_version", "SELECT"),
+    }
+    columns = await column_privileges(db, role.name, "availability_slots", "UPDATE")
+    assert columns == {"status", "updated_at", "version"}
+
+
+async def test_a_dry_run_composes_the_statements_and_changes_nothing(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    statements = await grant_worker_privileges(db.url, role.name, apply=False)
+
+    assert any(f'TO "{role.name}"' in statement for statement in statements)
+    assert await table_privileges(db, role.name) == set()
+
+
+async def test_an_unknown_role_is_named_and_nothing_is_granted(db: SlotDatabase) -> None:
+    with pytest.raises(UnknownRoleError, match="no_such_role_x"):
+        await grant_worker_privileges(db.url, "no_such_role_x")
+
+
+async def test_granting_needs_the_owner(db: SlotDatabase, role: PasswordRole) -> None:
+    await grant_worker_privileges(db.url, role.name)
+
+    with pytest.raises(NotOwnerError, match="owner of availability_slots"):
+        await grant_worker_privileges(role.url_for(db.url), role.name)
+
+
+async def table_privileges(db: SlotDatabase, role: str) -> set[tuple[str, str]]:
+    cursor = await db.conn.execute(
+        "SELECT table_name, privilege_type FROM information_schema.role_table_grants "
+        "WHERE grantee = %s",
+        [role],
+    )
+    return {(str(r[0]), str(r[1])) for r in await cursor.fetchall()}
+
+
+async def column_privileges(db: SlotDatabase, role: str, table: str, privilege: str) -> set[str]:
+    cursor = await db.conn.execute(
+        "SELECT column_name FROM information_schema.column_privileges "
+        "WHERE grantee = %s AND table_name = %s AND privilege_type = %s",
+        [role, table, privilege],
+    )
+    return {str(r[0]) for r in await cursor.fetchall()}

@@ -1,0 +1,142 @@
+"""Session safety: a table lock costs one failed cycle, a dead network costs no more
+than the budget and a short grace, and no row lock outlives either."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import psycopg
+import pytest
+
+from slot_expiration.cycle import CycleResult
+from slot_expiration.domain import SlotStatus
+from slot_expiration.loop import CycleBudgetExceededError, observed_cycle
+from slot_expiration.options import load_options
+from slot_expiration.store import SessionLimits, SlotStore, StoreUnavailableError
+from slot_expiration.worker import build_cycle
+from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger
+from tests.support.doubles import RecordingHooks
+from tests.support.slots import AS_OF, past_slots
+from tests.support.tcp_proxy import FreezableProxy
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+BUDGET_SECONDS = 2.0
+
+
+async def one_cycle(url: str, lock_timeout_seconds: float = 2.0) -> CycleResult:
+    settings = load_options(
+        database_url=url,
+        max_cycle_seconds=BUDGET_SECONDS,
+        lock_timeout_seconds=lock_timeout_seconds,
+    )
+    return await observed_cycle(build_cycle(settings), RecordingHooks(), BUDGET_SECONDS, AS_OF)
+
+
+@asynccontextmanager
+async def table_locked(url: str) -> AsyncIterator[None]:
+    """Another session holds the table lock a migration would take."""
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        await conn.execute("LOCK TABLE availability_slots IN ACCESS EXCLUSIVE MODE")
+        yield
+        await conn.rollback()
+
+
+async def gate_waiters(db: SlotDatabase) -> bool:
+    return await db.worker_sessions(waiting_on_gate=True) == 1
+
+
+async def test_a_table_lock_held_elsewhere_fails_the_cycle_on_lock_timeout_not_the_budget(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(5))
+
+    async with table_locked(db.url):
+        with pytest.raises(StoreUnavailableError, match="lock timeout"):
+            await one_cycle(db.url, lock_timeout_seconds=0.2)
+    after = await one_cycle(db.url, lock_timeout_seconds=0.2)
+
+    assert after.expired_count == len(slots)
+
+
+async def test_a_cycle_on_a_frozen_network_ends_while_the_network_is_still_dead(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(10))
+    before = await db.rows()
+    await db.install_gate_trigger()
+    await db.close_gate()
+    async with FreezableProxy.serving(db.url) as proxy:
+        cycle = asyncio.create_task(one_cycle(proxy.url_through(db.url)))
+        await eventually(lambda: gate_waiters(db))
+        proxy.freeze()
+        await db.open_gate()  # the batch goes on at the server; its answer never arrives
+
+        with pytest.raises(CycleBudgetExceededError, match="rolled back"):
+            await cycle
+
+        assert proxy.frozen  # it did not wait for the network to come back
+
+    async def released() -> bool:
+        return await db.worker_locks() == 0
+
+    # The server's own limits (the budget) end the orphaned transaction.
+    await eventually(released)
+    assert await db.rows() == before
+    assert {row.status for row in before.values()} == {SlotStatus.AVAILABLE}
+    assert len(before) == len(slots)
+
+
+async def test_a_commit_whose_answer_never_comes_is_in_doubt_yet_each_row_changes_once(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(6))
+    await install_deferred_trigger(db, f"PERFORM pg_advisory_xact_lock_shared({GATE_KEY});")
+    await db.close_gate()
+    async with FreezableProxy.serving(db.url) as proxy:
+        cycle = asyncio.create_task(one_cycle(proxy.url_through(db.url)))
+        await eventually(lambda: gate_waiters(db))  # inside COMMIT: deferred triggers run there
+        proxy.freeze()
+
+        with pytest.raises(CycleBudgetExceededError, match="may or may not have committed"):
+            await cycle
+
+        await db.open_gate()
+
+    async def settled() -> bool:
+        return await db.worker_locks() == 0
+
+    await eventually(settled)
+    # Whole or nothing: the batch committed, or the server's budget rolled it back.
+    assert len(set((await db.statuses()).values())) == 1
+    await one_cycle(db.url)
+    rows = await db.rows()
+    assert all(rows[s.id].status is SlotStatus.EXPIRED for s in slots)
+    assert all(rows[s.id].version == s.version + 1 for s in slots)
+
+
+async def test_every_transaction_carries_the_worker_limits_itself(db: SlotDatabase) -> None:
+    limits = SessionLimits(
+        statement_timeout_ms=30_000, idle_in_transaction_timeout_ms=30_000, lock_timeout_ms=2_000
+    )
+    seen = []
+    async with SlotStore.connect(db.url, limits) as store:
+        for _ in range(2):  # on a pooler, each transaction may land on another server session
+            async with store.transaction():
+                seen.append(await store_settings(store))
+
+    assert seen == [("30s", "30s", "2s")] * 2
+
+
+async def store_settings(store: SlotStore) -> tuple[str, str, str]:
+    conn = store._conn
+    cursor = await conn.execute(
+        "SELECT current_setting('statement_timeout'), "
+        "current_setting('idle_in_transaction_session_timeout'), current_setting('lock_timeout')"
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    return (row[0], row[1], row[2])
