@@ -27,7 +27,7 @@ from slot_expiration.options import WorkerOptions
 from slot_expiration.store import SchemaMissingError, SessionLimits, SlotStore
 from slot_expiration.telemetry import CycleHooks, LogHooks
 from slot_expiration.telemetry.traces import TraceHooks, tracing
-from slot_expiration.worker.observability import Observability
+from slot_expiration.worker.observability import Observability, announce
 
 
 def session_limits(options: WorkerOptions) -> SessionLimits:
@@ -103,8 +103,10 @@ async def run_worker(
     with tracing() as tracer, stop_on_signals(stop):
         observability = Observability.for_worker(options, tracer)
         hooks = observability.hooks([LogHooks(), *extra_hooks])
-        async with observability.endpoint(options, on_serving):
+        # Listening first: a port already taken fails the start before anything else.
+        async with observability.endpoint(options) as url:
             await check_ready(options)
             loop = build_loop(options, hooks)
             hooks.loop_started(options.interval_seconds, options.batch_size)
+            announce(url, on_serving)
             return await loop.run(stop)

@@ -61,18 +61,23 @@ class Observability:
         return TraceHooks(FanOutHooks([*sinks, self.metrics, self.liveness]), self.tracer)
 
     @asynccontextmanager
-    async def endpoint(
-        self, options: WorkerOptions, announce: Announce | None = None
-    ) -> AsyncIterator[None]:
-        """Serve /metrics, /healthz and /readyz while the block runs (unless turned off)."""
+    async def endpoint(self, options: WorkerOptions) -> AsyncIterator[str | None]:
+        """Serve /metrics, /healthz and /readyz while the block runs; yields the base URL
+        (None when the endpoint is turned off)."""
         address = options.metrics_address
         if address is None:
-            yield
+            yield None
             return
         async with serving(
             address, self.metrics.exposition, self.liveness.report, self.readiness.report
         ) as url:
-            structlog.get_logger("slot_expiration").info(Event.ENDPOINT_SERVING, url=url)
-            if announce is not None:
-                announce(url)
-            yield
+            yield url
+
+
+def announce(url: str | None, on_serving: Announce | None = None) -> None:
+    """Log where the endpoint listens (and tell `on_serving`), once the worker is sure to run."""
+    if url is None:
+        return
+    structlog.get_logger("slot_expiration").info(Event.ENDPOINT_SERVING, url=url)
+    if on_serving is not None:
+        on_serving(url)
