@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from datetime import datetime
@@ -15,7 +16,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from slot_expiration.cycle import BatchResult, CycleResult
+from slot_expiration.cycle import BatchResult, CycleResult, CycleRun
+from slot_expiration.loop import CycleBudgetExceededError, observed_cycle
 from slot_expiration.options import LogFormat
 from slot_expiration.telemetry import LogHooks, configure_logging
 from slot_expiration.telemetry.traces import (
@@ -297,3 +299,31 @@ def test_the_exporting_provider_names_the_service_slot_expiration_unless_told_ot
     finally:
         provider.shutdown()
         named.shutdown()
+
+
+async def test_a_budget_that_cuts_a_batch_short_ends_both_spans_and_logs_no_context_error(
+    exporter: InMemorySpanExporter, capsys: pytest.CaptureFixture[str], restore_logging: None
+) -> None:
+    """The cycle body runs in a task of its own; its batch span is cut by the budget."""
+    configure_logging(LogFormat.JSON)
+    hooks = TraceHooks(LogHooks(), _tracer(exporter))
+    never = asyncio.Event()
+
+    class HangingBatch:
+        async def run(self, run: CycleRun) -> CycleResult:
+            run.observer.batch_started(run.run_id, 1)
+            await never.wait()  # a batch that never commits
+            raise AssertionError("unreachable")
+
+    with pytest.raises(CycleBudgetExceededError):
+        await observed_cycle(HangingBatch(), hooks, budget_seconds=0.05, as_of=AS_OF)
+
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert [line["event"] for line in lines] == ["cycle.started", "cycle.failed"]
+    spans = exporter.get_finished_spans()
+    (cycle,) = _by_name(spans, CYCLE_SPAN)
+    (child,) = _by_name(spans, BATCH_SPAN)
+    assert cycle.status.status_code is child.status.status_code is StatusCode.ERROR
+    assert {line["trace_id"] for line in lines} == {trace.format_trace_id(cycle.context.trace_id)}
+    assert lines[1]["span_id"] == trace.format_span_id(cycle.context.span_id)
+    assert not trace.get_current_span().get_span_context().is_valid

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, MutableMapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -93,8 +93,9 @@ class TraceHooks:
 
     def cycle_completed(self, result: CycleResult) -> None:
         self._close_batch_in_flight(result.run_id, "the cycle ended before the batch did")
-        self._inner.cycle_completed(result)
         opened = self._cycles.pop(result.run_id, None)
+        with _current(opened):
+            self._inner.cycle_completed(result)
         if opened is None:
             return
         opened.span.set_attributes(
@@ -111,14 +112,15 @@ class TraceHooks:
         _close(opened)
 
     def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        # The batch in flight rolled back: it ends first, so the sinks hear of the
+        # The batch in flight rolled back: it ends first, and the sinks hear of the
         # failure under the cycle's own span.
         self._close_batch_in_flight(run_id, f"rolled back: {type(error).__name__}")
-        self._inner.cycle_failed(run_id, error, budget_exceeded=budget_exceeded)
-        reason = "budget_exceeded" if budget_exceeded else "error"
         opened = self._cycles.pop(run_id, None)
+        with _current(opened):
+            self._inner.cycle_failed(run_id, error, budget_exceeded=budget_exceeded)
         if opened is None:
             return
+        reason = "budget_exceeded" if budget_exceeded else "error"
         opened.span.set_attributes(
             {"error.type": type(error).__name__, "slot_expiration.failure_reason": reason}
         )
@@ -127,10 +129,16 @@ class TraceHooks:
         _close(opened)
 
     def _close_batch_in_flight(self, run_id: UUID, why: str) -> None:
+        """End a batch span the cycle's end cut short, without detaching it.
+
+        The cycle body may run in a task of its own (its hard budget): that task's
+        context made the batch span current and is gone now; in ours, resetting the
+        cycle's own token (next) restores what came before the cycle anyway.
+        """
         opened = self._batches.pop(run_id, None)
         if opened is not None:
             opened.span.set_status(Status(StatusCode.ERROR, why))
-            _close(opened)
+            opened.span.end()
 
     def tick_skipped(self, skipped_ticks_total: int) -> None:
         self._inner.tick_skipped(skipped_ticks_total)
@@ -169,6 +177,13 @@ def _describe_batch(span: Span, batch: BatchResult) -> None:
             },
         )
     span.set_status(Status(StatusCode.OK))
+
+
+def _current(opened: _Open | None) -> AbstractContextManager[object]:
+    """Make the cycle's span current again, whatever a batch left current before it."""
+    if opened is None:
+        return nullcontext()
+    return trace.use_span(opened.span, record_exception=False, set_status_on_exception=False)
 
 
 def _close(opened: _Open) -> None:
