@@ -6,16 +6,20 @@ import socket
 from datetime import timedelta
 from uuid import UUID
 
+import psycopg
 import pytest
 
 from slot_expiration.domain import SlotStatus
+from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.options import load_options
 from slot_expiration.status import collect_status
 from slot_expiration.store import SchemaMissingError, SlotStore
 from slot_expiration.store.migrate import head_revision
+from slot_expiration.store.privileges import grant_worker_privileges
 from slot_expiration.store.status_store import StatusStore
 from slot_expiration.worker.observability import readiness_for
 from tests.support.database import LIMITS, SlotDatabase
+from tests.support.roles import password_role
 from tests.support.slots import AS_OF, make_slot
 
 pytestmark = pytest.mark.integration
@@ -46,6 +50,24 @@ async def quarantine(db: SlotDatabase, slot_id: UUID, attempts: int, minutes_ago
         "VALUES (%s, %s, %s, %s, %s, 'P0001', 'slot refuses to expire')",
         (slot_id, attempts, failed_at, failed_at, failed_at + timedelta(minutes=5)),
     )
+
+
+async def test_the_status_session_cannot_write_and_its_limits_end_with_it(
+    database_url: str,
+) -> None:
+    async with StatusStore.connect(database_url, APP) as store:
+        conn = store._conn  # the session itself, as a stray write would find it
+        cursor = await conn.execute("SELECT current_setting('statement_timeout')")
+        assert await cursor.fetchone() == ("10s",)
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            await conn.execute("UPDATE availability_slots SET version = version")
+        await conn.rollback()
+        # Nothing was set for the session: a pooler may hand it to anyone next.
+        cursor = await conn.execute(
+            "SELECT current_setting('statement_timeout'), "
+            "current_setting('default_transaction_read_only')"
+        )
+        assert await cursor.fetchone() == ("0", "off")
 
 
 async def test_the_schema_revision_is_the_newest_migration(database_url: str) -> None:
@@ -135,9 +157,9 @@ async def test_worker_sessions_are_the_workers_own_not_the_status_session(
 ) -> None:
     async with StatusStore.connect(db.url, APP) as store:
         assert await store.worker_sessions() == ()
-
-        async with SlotStore.connect(db.url, LIMITS):
-            sessions = await store.worker_sessions()
+    # One status session reads one snapshot (pg_stat_activity included): look again anew.
+    async with SlotStore.connect(db.url, LIMITS), StatusStore.connect(db.url, APP) as store:
+        sessions = await store.worker_sessions()
 
     assert len(sessions) == 1
     assert sessions[0].pid > 0
@@ -246,3 +268,16 @@ def unreachable_url() -> str:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return f"postgresql://calendar:pw-secret@127.0.0.1:{port}/calendar"
+
+
+async def test_readiness_is_ready_for_the_least_privileged_worker_role(
+    db: SlotDatabase, pg_server: EmbeddedPostgres
+) -> None:
+    with password_role(pg_server) as role:
+        await grant_worker_privileges(db.url, role.name)
+        options = load_options(database_url=role.url_for(db.url))
+
+        report = await readiness_for(options).report()
+
+    assert report.ready, report.detail
+    assert report.schema_revision == head_revision()

@@ -1,12 +1,14 @@
 -- Statements of the operator's views: `slot-expiration status` and the
 -- worker's /readyz. Only slot_expiration.store.status_store uses them. They
--- only read; the session that runs them is read-only.
+-- only read, all in one read-only transaction per session.
 
--- name: status_session_limits
+-- name: status_transaction_limits
+-- Local to the transaction (SET LOCAL), so nothing outlives it on a server
+-- connection that a pooler in transaction mode hands to someone else next.
 SELECT
-    set_config('statement_timeout', %(statement_timeout)s, false),
-    set_config('lock_timeout', %(lock_timeout)s, false),
-    set_config('default_transaction_read_only', 'on', false);
+    set_config('transaction_read_only', 'on', true),
+    set_config('statement_timeout', %(statement_timeout)s, true),
+    set_config('lock_timeout', %(lock_timeout)s, true);
 
 -- name: schema_revision
 -- The migration the schema is at (Alembic's own history table of the worker).

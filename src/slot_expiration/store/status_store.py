@@ -1,14 +1,14 @@
 """The operator's read-only view of the database: `status` and the worker's /readyz.
 
-It runs the named statements of operations.sql on a read-only session of its
-own (its own `application_name`, so it never counts as a worker session) and
-turns rows into frozen values.
+It runs the named statements of operations.sql in one read-only transaction on
+a connection of its own (its own `application_name`, so it never counts as a
+worker session) and turns rows into frozen values.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self
@@ -90,24 +90,28 @@ class StatusStore:
     async def connect(
         cls, database_url: str, application_name: str, timeout_seconds: float = 10.0
     ) -> AsyncIterator[Self]:
-        """A read-only autocommit session whose statements give up after `timeout_seconds`."""
+        """One read-only transaction (one snapshot) whose statements give up after
+        `timeout_seconds`; it is rolled back and the connection closed at the end."""
         try:
             conn = await psycopg.AsyncConnection.connect(
                 database_url,
-                autocommit=True,
                 application_name=application_name,
                 connect_timeout=max(1, round(timeout_seconds)),
             )
         except psycopg.Error as exc:
             raise StoreConnectError(first_line(exc)) from exc
-        async with conn:
+        try:
             store = cls(conn)
             timeout_ms = str(round(timeout_seconds * 1000))
             await store._rows(
-                "status_session_limits",
+                "status_transaction_limits",
                 {"statement_timeout": timeout_ms, "lock_timeout": timeout_ms},
             )
             yield store
+        finally:
+            with suppress(psycopg.Error):  # a broken connection has nothing to roll back
+                await conn.rollback()
+            await conn.close()
 
     async def schema_revision(self) -> str | None:
         """The migration the schema is at; SchemaMissingError when it was never migrated."""
