@@ -24,6 +24,8 @@ from slot_expiration.options import (
     url_secrets,
 )
 from slot_expiration.store import SlotStoreError, StoreConnectError, StoreUnavailableError
+from slot_expiration.telemetry.endpoints import EndpointError
+from slot_expiration.telemetry.traces import TracingConfigError
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -120,7 +122,9 @@ def guarded(action: Callable[[], T], options: WorkerOptions) -> T:
         fail(f"database error: {exc}", ExitCode.FAILURE, url_secrets(url))
     except asyncio.CancelledError:
         fail("interrupted: the cycle was rolled back", ExitCode.INTERRUPTED)
-    except (SlotStoreError, CycleBudgetExceededError, EmbeddedPostgresError) as exc:
+    except TracingConfigError as exc:
+        fail(str(exc), ExitCode.USAGE)
+    except (SlotStoreError, CycleBudgetExceededError, EmbeddedPostgresError, EndpointError) as exc:
         fail(str(exc), ExitCode.FAILURE, url_secrets(url))
 
 
