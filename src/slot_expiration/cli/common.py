@@ -70,6 +70,15 @@ poison_backoff_max_option = env_option(
     "poison_backoff_max_seconds", "The longest wait before a rejected row is retried. "
     "[default: 3600]", float,
 )  # fmt: skip
+prepared_statements_option = click.option(
+    "--prepared-statements/--no-prepared-statements",
+    "prepared_statements",
+    default=None,
+    envvar=f"{ENV_PREFIX}PREPARED_STATEMENTS",
+    show_envvar=True,
+    help="Prepare the worker's statements on the server (saves planning in long drains). "
+    "Leave off behind a pooler in transaction mode older than pgbouncer 1.21. [default: off]",
+)
 log_format_option = env_option(
     "log_format",
     "Logs on stderr: one JSON object per line, or console lines. [default: json]",
@@ -88,6 +97,7 @@ def cycle_options(command: F) -> F:
             lock_timeout_option,
             poison_backoff_option,
             poison_backoff_max_option,
+            prepared_statements_option,
             log_format_option,
         )
     ):

@@ -50,6 +50,7 @@ class WorkerOptions(BaseSettings):
     lock_timeout_seconds: Annotated[float, Field(gt=0, le=3_600)] = 2.0
     poison_backoff_seconds: Annotated[float, Field(gt=0, le=86_400)] = 300.0
     poison_backoff_max_seconds: Annotated[float, Field(gt=0, le=30 * 86_400)] = 3_600.0
+    prepared_statements: bool = False
     log_format: LogFormat = LogFormat.JSON
     # Where `run` serves /metrics, /healthz and /readyz; "" turns the endpoint off.
     metrics_addr: str = "127.0.0.1:9464"
