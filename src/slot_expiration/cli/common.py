@@ -139,6 +139,7 @@ def guarded(action: Callable[[], T], options: WorkerOptions) -> T:
 
 
 def input_secrets() -> list[str]:
-    """Passwords in any URL the user gave, on the command line or in the environment."""
-    urls = [os.environ.get(f"{ENV_PREFIX}DATABASE_URL", ""), *sys.argv]
-    return [secret for url in urls if "://" in url for secret in url_secrets(url)]
+    """Passwords in any URL the user gave, on the command line or in any of our variables
+    (a URL pasted into the wrong option is echoed back by its error otherwise)."""
+    given = [value for name, value in os.environ.items() if name.startswith(ENV_PREFIX)]
+    return [secret for text in [*given, *sys.argv] if "://" in text for secret in url_secrets(text)]
