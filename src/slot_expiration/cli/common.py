@@ -142,4 +142,6 @@ def input_secrets() -> list[str]:
     """Passwords in any URL the user gave, on the command line or in any of our variables
     (a URL pasted into the wrong option is echoed back by its error otherwise)."""
     given = [value for name, value in os.environ.items() if name.startswith(ENV_PREFIX)]
-    return [secret for text in [*given, *sys.argv] if "://" in text for secret in url_secrets(text)]
+    # `--option=value` carries the value after the first '='.
+    typed = [part for arg in sys.argv for part in (arg, arg.partition("=")[2])]
+    return [secret for text in [*given, *typed] if "://" in text for secret in url_secrets(text)]

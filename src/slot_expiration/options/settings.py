@@ -26,6 +26,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from slot_expiration.options.listen_address import ListenAddress, parse_listen_address
 
 ENV_PREFIX = "SLOT_EXPIRATION_"
+# user:password@ after the scheme, for text that urlsplit refuses to parse.
+_USERINFO_PASSWORD = re.compile(r"://[^/@]*?:([^@]*)@")
 _URL_SCHEMES = ("postgresql", "postgres")
 
 
@@ -125,8 +127,8 @@ def url_secrets(url: str) -> list[str]:
     try:
         parts = urlsplit(url)
         password = parts.password
-    except ValueError:
-        return [url] if url else []
+    except ValueError:  # not even a URL (an unbalanced '[' in the host, say)
+        return [found for found in _USERINFO_PASSWORD.findall(url) if found] or [url]
     candidates = [password, unquote(password)] if password else []
     for raw in re.findall(r"(?:^|&)password=([^&]*)", parts.query):
         candidates += [raw, unquote_plus(raw)]
