@@ -8,23 +8,29 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
 from slot_expiration.embedded import EmbeddedPostgres
 from tests.conftest import scratch_database, upgrade_template
-from tests.e2e.command import with_password
+from tests.e2e.command import Finished, Running, with_password
+from tests.faults.workers import logged_failures
 from tests.support.fault_report import REPORT_VARIABLE, FaultFigures, FaultReport
 from tests.support.servers import ControlledServer, version_of
 
 _REPORT = pytest.StashKey[FaultReport]()
 _STARTED = pytest.StashKey[float]()
 
-Record = Callable[[FaultFigures], None]
 Measure = Callable[[str, dict[str, Any]], None]
+
+
+class Record(Protocol):
+    """Keep a fault's figures; `logs`: the commands whose failed cycles the operator sees."""
+
+    def __call__(self, figures: FaultFigures, logs: Iterable[Running | Finished] = ()) -> None: ...
 
 
 def _report(config: pytest.Config) -> FaultReport:
@@ -61,7 +67,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def record_fault(request: pytest.FixtureRequest) -> Record:
     """Keep this test's figures for docs/reliability.md (call it before asserting)."""
     report = _report(request.config)
-    return lambda figures: report.record(request.node.nodeid, figures)
+
+    def record(figures: FaultFigures, logs: Iterable[Running | Finished] = ()) -> None:
+        report.record(request.node.nodeid, figures)
+        logged = logged_failures(figures.fault, logs)
+        if logged["failed cycles"]:
+            report.measure("logged", logged)
+
+    return record
 
 
 @pytest.fixture

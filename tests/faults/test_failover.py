@@ -76,7 +76,8 @@ async def test_a_read_only_standby_fails_cycles_writes_nothing_then_drains_once_
             f"{READ_ONLY_CYCLES} cycles, then the standby is promoted (pg_promote())",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
             "from the promotion; the worker is not restarted",
-        )
+        ),
+        logs=[done],
     )  # fmt: skip
     assert unchanged  # nothing written while read-only
     read_only = failures[:READ_ONLY_CYCLES]

@@ -67,7 +67,8 @@ async def test_network_frozen_mid_batch_rolls_it_back_and_drains_once_it_flows_a
             f"inside its UPDATE; budget {BUDGET_SECONDS:g} s; thawed after 2 failed cycles",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
             f"from the thaw; the frozen cycle gave up {gave_up:.1f} s after the freeze",
-        )
+        ),
+        logs=[done],
     )  # fmt: skip
     assert done.returncode == 0, done.describe()
     assert audit.clean, audit.describe()
@@ -107,7 +108,8 @@ async def test_table_lock_held_by_another_session_fails_cycles_quickly_then_drai
             "(as a migration would) for 3 cycles; --lock-timeout-seconds 0.3",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
             "from the release",
-        )
+        ),
+        logs=[done],
     )  # fmt: skip
     failures = events_of(done, "cycle.failed")
     assert all("lock timeout" in e["exception"] for e in failures), done.describe()
@@ -150,7 +152,8 @@ async def test_rows_held_by_other_transactions_are_passed_over_then_expired_once
             "(as a booking would) over several cycles",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
             "from the release; the rest expired meanwhile",
-        )
+        ),
+        logs=[done],
     )  # fmt: skip
     assert failed_cycles(done) == 0, done.describe()
     assert audit.clean, audit.describe()

@@ -30,6 +30,9 @@ from tests.support.ledger import Ledger
 pytestmark = pytest.mark.faults
 
 BACKLOG, BATCH = 400, 20
+# The first batches wait on the gate until the last worker has started (seconds on a
+# busy machine): a wait the test imposes, not a lock the worker should give up on.
+PATIENT = ("--lock-timeout-seconds", "60")
 
 
 @pytest.mark.parametrize("workers", [1, 2, 4, 8])
@@ -43,7 +46,9 @@ async def test_workers_side_by_side_expire_each_row_exactly_once(
 
     async with AsyncExitStack() as stack:
         running: list[Running] = [
-            await stack.enter_async_context(started(*run_args(secret_url, batch_size=BATCH)))
+            await stack.enter_async_context(
+                started(*run_args(secret_url, *PATIENT, batch_size=BATCH))
+            )
             for _ in range(workers)
         ]
         await eventually(
@@ -78,8 +83,10 @@ async def test_workers_side_by_side_expire_each_row_exactly_once(
             "their first batches released together",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), seconds,
             "time to drain the backlog, from the release",
-        )
+        ),
+        logs=finished,
     )  # fmt: skip
     assert all(f.returncode == 0 for f in finished), [f.describe() for f in finished]
+    assert not [e for f in finished for e in events_of(f, "cycle.failed")]
     assert all(count >= BATCH for count in per_worker), per_worker  # each had a batch
     assert audit.clean, audit.describe()

@@ -75,7 +75,8 @@ async def test_two_draining_workers_behind_pgbouncer_in_transaction_mode_expire_
             "through pgbouncer 1.18, pool_mode=transaction, default_pool_size=2",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), seconds,
             f"time to drain {BACKLOG} rows; {len(failures)} failed cycles",
-        )
+        ),
+        logs=finished,
     )  # fmt: skip
     assert failures == [], [f"{e['error_type']}: {e['exception']}" for e in failures][:5]
     assert all(failed_cycles(f) == 0 and f.returncode == 0 for f in finished)
@@ -108,7 +109,8 @@ async def test_poison_rows_behind_pgbouncer_are_isolated_cycle_after_cycle(
             "one `run` worker through pgbouncer, pool_mode=transaction",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), seconds,
             f"time to expire the 57 healthy rows; {len(failures)} failed cycles",
-        )
+        ),
+        logs=[done],
     )  # fmt: skip
     assert failures == [], [f"{e['error_type']}: {e['exception']}" for e in failures][:5]
     assert audit.clean, audit.describe()

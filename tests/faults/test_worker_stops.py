@@ -64,7 +64,8 @@ async def test_sigkill_mid_batch_loses_nothing_and_a_new_worker_expires_each_row
             f"SIGKILL while its batch of {BATCH} waits inside the UPDATE (gate trigger); "
             "a new worker started",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery, RESTART_NOTE,
-        )
+        ),
+        logs=[killed, done],
     )  # fmt: skip
     assert killed.returncode == -signal.SIGKILL, killed.describe()
     assert "cycle.completed" not in event_names(killed.log_events())
@@ -111,7 +112,8 @@ async def test_sigterm_during_a_cycle_commits_or_rolls_back_the_batch_whole(
             f"SIGTERM while its batch of {BATCH} waits on the gate trigger; {injection}; "
             "a new worker started",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery, RESTART_NOTE,
-        )
+        ),
+        logs=[first, second],
     )  # fmt: skip
     assert first.returncode == 0, first.describe()
     completed = [e["expired_count"] for e in events_of(first, "cycle.completed")]
@@ -144,7 +146,8 @@ async def test_sigterm_between_cycles_stops_at_once_and_a_new_worker_finishes(
             "SIGTERM while the worker sleeps until its next tick; a new worker started",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
             f"{RESTART_NOTE}; the old one exited {stop_seconds:.2f} s after the signal",
-        )
+        ),
+        logs=[first, second],
     )  # fmt: skip
     assert first.returncode == 0, first.describe()
     stopping = events_of(first, "worker.stopping")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +19,7 @@ from tests.support.slots import make_slot
 # A short interval keeps recovery quick in tests; production ticks every 300 s.
 INTERVAL_SECONDS = "0.2"
 RECOVERY_TIMEOUT_SECONDS = 60.0
+MESSAGE_CHARS = 110
 
 
 def run_args(
@@ -45,6 +47,22 @@ def events_of(command: Running | Finished, name: str) -> list[dict[str, Any]]:
 def reported_expired(commands: Iterable[Running | Finished]) -> int:
     """The sum of `expired_count` over every cycle these commands completed."""
     return sum(int(e["expired_count"]) for c in commands for e in events_of(c, "cycle.completed"))
+
+
+def logged_failures(fault: str, commands: Iterable[Running | Finished]) -> dict[str, object]:
+    """What the worker's `cycle.failed` lines said during a fault, for the operator's table."""
+    failures = [e for c in commands for e in events_of(c, "cycle.failed")]
+    kinds = Counter(
+        f"{e['reason']}, {e['error_type']}: {str(e['exception'])[:MESSAGE_CHARS]}" for e in failures
+    )
+    return {
+        "fault": fault,
+        "failed cycles": len(failures),
+        "cycle.failed (reason, error_type: exception)": "; ".join(
+            f"{count}x {kind}" for kind, count in kinds.most_common()
+        )
+        or "—",
+    }
 
 
 def failed_cycles(command: Running | Finished) -> int:

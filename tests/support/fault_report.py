@@ -23,6 +23,7 @@ from typing import Any
 REPORT_VARIABLE = "SLOT_EXPIRATION_FAULT_REPORT"
 FAULT_TABLE = "fault-table"
 SUMMARY = "fault-summary"
+OTHER_TESTS = "fault-other-tests"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +131,20 @@ def summary(report: dict[str, Any]) -> str:
             + (f", {env}" if env else "")
             + ".",
             "",
-            f"Rows at risk in all: {sum(f['rows_at_risk'] for f in faults)}; "
+            f"Rows at risk, summed over the faults: {sum(f['rows_at_risk'] for f in faults)}; "
             f"rows lost: **{sum(f['rows_lost'] for f in faults)}**; "
             f"rows done twice: **{sum(f['rows_done_twice'] for f in faults)}**.",
         ]
+    )
+
+
+def other_tests(report: dict[str, Any]) -> str:
+    """The suite's tests that keep no row figures (the option fuzz, say), with their result."""
+    recorded = {row["test"] for row in report["faults"]}
+    return "\n".join(
+        f"- `{test}`: {outcome}"
+        for test, outcome in report["tests"].items()
+        if test not in recorded
     )
 
 
@@ -157,6 +168,7 @@ def fill(document: str, block: str, content: str) -> str:
 def render(report: dict[str, Any], document: str) -> str:
     document = fill(document, SUMMARY, summary(report))
     document = fill(document, FAULT_TABLE, fault_table(report))
+    document = fill(document, OTHER_TESTS, other_tests(report))
     for name, rows in report["measurements"].items():
         document = fill(document, f"measure:{name}", measurement_table(rows))
     return document
