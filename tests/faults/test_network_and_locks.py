@@ -23,7 +23,7 @@ from tests.faults.workers import (
     stopped,
     waiting_on_gate,
 )
-from tests.support.database import SlotDatabase, rows_locked
+from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger, rows_locked
 from tests.support.fault_report import FaultFigures
 from tests.support.ledger import Ledger
 from tests.support.tcp_proxy import FreezableProxy
@@ -72,6 +72,50 @@ async def test_network_frozen_mid_batch_rolls_it_back_and_drains_once_it_flows_a
     )  # fmt: skip
     assert done.returncode == 0, done.describe()
     assert audit.clean, audit.describe()
+
+
+async def test_network_frozen_during_commit_changes_each_row_once_and_says_it_is_in_doubt(
+    db: SlotDatabase, secret_url: str, record_fault: Record
+) -> None:
+    slots = await db.insert(overdue(BACKLOG))
+    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+    await install_deferred_trigger(db, f"PERFORM pg_advisory_xact_lock_shared({GATE_KEY});")
+    await db.close_gate()  # deferred triggers run inside COMMIT: the batch waits there
+    budget = ("--max-cycle-seconds", str(BUDGET_SECONDS))
+
+    async def committed() -> bool:
+        return BACKLOG - await at_risk(db, ledger) == BATCH
+
+    async with FreezableProxy.serving(secret_url) as proxy:
+        url = proxy.url_through(secret_url)
+        async with started(*run_args(url, *budget, batch_size=BATCH)) as worker:
+            await worker.until(lambda: waiting_on_gate(db), "the batch waiting inside COMMIT")
+            risk = await at_risk(db, ledger)
+            proxy.freeze()
+            await db.open_gate()  # the server commits; the answer never reaches the worker
+            await worker.until(committed, "the batch committed at the server")
+            await worker.until(lambda: failed_cycles(worker) >= 1, "the cycle given up")
+            proxy.thaw()
+            thawed = time.monotonic()
+            recovery = await drain_time(db, ledger, [worker], thawed)
+            done = await stopped(worker)
+
+    audit = ledger.audit(await db.rows(), reported_expired([done]), risk)
+    record_fault(
+        FaultFigures(
+            "network to the server frozen during COMMIT",
+            f"a TCP proxy freezes while the COMMIT of a batch of {BATCH} waits at the server "
+            "(a deferred trigger); the server then commits, its answer never arrives",
+            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
+            f"from the thaw; {audit.unreported} rows committed that no cycle could report: "
+            "the cycle.failed line says the batch may or may not have committed",
+        ),
+        logs=[done],
+    )  # fmt: skip
+    in_doubt = events_of(done, "cycle.failed")[0]
+    assert "may or may not have committed" in in_doubt["exception"], done.describe()
+    assert audit.rows_kept, audit.describe()
+    assert audit.unreported == BATCH, audit.describe()  # the batch in doubt, and only it
 
 
 @asynccontextmanager

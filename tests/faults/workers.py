@@ -45,8 +45,27 @@ def events_of(command: Running | Finished, name: str) -> list[dict[str, Any]]:
 
 
 def reported_expired(commands: Iterable[Running | Finished]) -> int:
-    """The sum of `expired_count` over every cycle these commands completed."""
-    return sum(int(e["expired_count"]) for c in commands for e in events_of(c, "cycle.completed"))
+    """The rows these commands' logs say they expired: the sum of `expired_count` over the
+    cycles they completed, plus, for a cycle that failed after committing some batches
+    (drain mode), what those batches reported (`batch.selected` count less the batch's
+    `item.failed` lines: each batch is logged when it commits)."""
+    return sum(_expired_in(run) for c in commands for run in _by_run(c.log_events()).values())
+
+
+def _by_run(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        if "run_id" in event:
+            runs.setdefault(str(event["run_id"]), []).append(event)
+    return runs
+
+
+def _expired_in(run: list[dict[str, Any]]) -> int:
+    completed = [e for e in run if e["event"] == "cycle.completed"]
+    if completed:
+        return int(completed[0]["expired_count"])
+    selected = sum(int(e["count"]) for e in run if e["event"] == "batch.selected")
+    return selected - sum(1 for e in run if e["event"] == "item.failed")
 
 
 def logged_failures(fault: str, commands: Iterable[Running | Finished]) -> dict[str, object]:

@@ -32,13 +32,18 @@ class Audit:
     reported_expired: int
 
     @property
+    def rows_kept(self) -> bool:
+        """Nothing lost, nothing done twice, no stray write (the counts aside)."""
+        return not self.lost and not self.done_twice and not self.stray
+
+    @property
+    def unreported(self) -> int:
+        """Rows that became Expired beyond what the cycles reported (negative: fewer)."""
+        return self.became_expired - self.reported_expired
+
+    @property
     def clean(self) -> bool:
-        return (
-            not self.lost
-            and not self.done_twice
-            and not self.stray
-            and self.became_expired == self.reported_expired
-        )
+        return self.rows_kept and self.unreported == 0
 
     def describe(self) -> str:
         return (
