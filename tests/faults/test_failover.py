@@ -8,10 +8,13 @@ worker, never restarted, expires every row exactly once.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import psycopg
 import pytest
 
+from slot_expiration.domain import Slot
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.store.migrate import upgrade
 from tests.e2e.command import started, with_password
@@ -37,38 +40,52 @@ BACKLOG, BATCH = 60, 25
 READ_ONLY_CYCLES = 3
 
 
-async def test_a_read_only_standby_fails_cycles_writes_nothing_then_drains_once_promoted(
-    record_fault: Record,
-) -> None:
+@dataclass(frozen=True, slots=True)
+class Pair:
+    primary: EmbeddedPostgres
+    standby: EmbeddedPostgres
+    slots: list[Slot]
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[Pair]:
+    """A migrated primary with an overdue backlog, and its hot standby (read-only)."""
     with EmbeddedPostgres() as primary:
         upgrade(primary.url)
         async with SlotDatabase.open(primary.url) as db:
             slots = await db.insert(overdue(BACKLOG))
-            before = await db.rows()
         with hot_standby(primary) as standby:
             assert in_recovery(standby.url)
-            async with SlotDatabase.open(standby.url) as replica:
-                ledger = Ledger.of(await replica.rows(), [s.id for s in slots])
-                risk = await at_risk(replica, ledger)
-                async with started(
-                    *run_args(with_password(standby.url), batch_size=BATCH)
-                ) as worker:
-                    await worker.until(
-                        lambda: failed_cycles(worker) >= READ_ONLY_CYCLES,
-                        "cycles failing on the read-only standby",
-                    )
-                    unchanged = await replica.rows() == ledger.before
-                    with psycopg.connect(standby.url, autocommit=True) as conn:
-                        conn.execute("SELECT pg_promote()")
-                    promoted = time.monotonic()
-                    recovery = await drain_time(replica, ledger, [worker], promoted)
-                    done = await stopped(worker)
-                after = await replica.rows()
-        async with SlotDatabase.open(primary.url) as db:
-            primary_after = await db.rows()
+            yield Pair(primary, standby, slots)
+
+
+def promote(server: EmbeddedPostgres) -> None:
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute("SELECT pg_promote()")  # waits until the promotion is done
+
+
+async def test_a_read_only_standby_fails_cycles_writes_nothing_then_drains_once_promoted(
+    pair: Pair, record_fault: Record
+) -> None:
+    url = with_password(pair.standby.url)
+    async with SlotDatabase.open(pair.standby.url) as replica:
+        ledger = Ledger.of(await replica.rows(), [s.id for s in pair.slots])
+        risk = await at_risk(replica, ledger)
+        async with started(*run_args(url, batch_size=BATCH)) as worker:
+            await worker.until(
+                lambda: failed_cycles(worker) >= READ_ONLY_CYCLES,
+                "cycles failing on the read-only standby",
+            )
+            unchanged = await replica.rows() == ledger.before
+            promote(pair.standby)
+            promoted = time.monotonic()
+            recovery = await drain_time(replica, ledger, [worker], promoted)
+            done = await stopped(worker)
+        after = await replica.rows()
+    async with SlotDatabase.open(pair.primary.url) as primary:
+        primary_after = await primary.rows()
 
     audit = ledger.audit(after, reported_expired([done]), risk)
-    failures = events_of(done, "cycle.failed")
     record_fault(
         FaultFigures(
             "read-only database (failover to a replica)",
@@ -80,9 +97,9 @@ async def test_a_read_only_standby_fails_cycles_writes_nothing_then_drains_once_
         logs=[done],
     )  # fmt: skip
     assert unchanged  # nothing written while read-only
-    read_only = failures[:READ_ONLY_CYCLES]
+    read_only = events_of(done, "cycle.failed")[:READ_ONLY_CYCLES]
     assert {e["error_type"] for e in read_only} == {"StoreUnavailableError"}, done.describe()
     assert all("read-only transaction" in e["exception"] for e in read_only), done.describe()
-    assert primary_after == before  # the old primary was never written to either
+    assert primary_after == ledger.before  # the old primary was never written to either
     assert done.returncode == 0, done.describe()
     assert audit.clean, audit.describe()

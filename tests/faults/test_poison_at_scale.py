@@ -19,10 +19,9 @@ import pytest
 from slot_expiration.cycle import PoisonBackoff
 from slot_expiration.domain import SlotStatus
 from tests.e2e.command import run_command
-from tests.faults.clocked import ClockedCycles
+from tests.faults.clocked import ClockedCycles, Tick
 from tests.faults.conftest import Measure, Record
 from tests.faults.workers import events_of, overdue
-from tests.support.cycles import Outcome
 from tests.support.database import SlotDatabase
 from tests.support.fault_report import FaultFigures
 from tests.support.ledger import Ledger
@@ -49,28 +48,10 @@ async def test_healthy_rows_behind_poison_drain_at_the_normal_rate_and_poison_wa
     ledger = Ledger.of(await db.rows(), [s.id for s in healthy])
     worker = ClockedCycles(db.url, BATCH, PoisonBackoff())
 
-    walls = []
-    while worker.seconds_since_start(worker.now) <= LAST_CYCLE_AT:
-        started = time.monotonic()
-        await worker.tick()
-        walls.append(time.monotonic() - started)
+    await worker.until(LAST_CYCLE_AT)
 
     audit = ledger.audit(await db.rows(), worker.reported_expired, len(healthy))
-    quarantine = await db.quarantine()
-    expired = [outcome.expired_count for outcome in worker.outcomes]
-    measure(
-        "poison-comparison",
-        {
-            "poison rows at the head": poison_rows,
-            "healthy rows expired per cycle (first four cycles)": ", ".join(map(str, expired[:4])),
-            "cycles to drain the 1,000 healthy rows": sum(1 for e in expired if e),
-            "first cycle took (wall)": f"{walls[0] * 1000:.0f} ms",
-        },
-    )
-    # Only the cycles that did something are tabled; the others found nothing due.
-    for outcome, at, wall in zip(worker.outcomes, worker.at, walls, strict=True):
-        if poison and (outcome.expired_count or outcome.failed_count):
-            measure("poison-at-scale", _cycle_row(worker.seconds_since_start(at), outcome, wall))
+    publish(measure, worker, poison_rows)
     if poison:
         record_fault(
             FaultFigures(
@@ -82,36 +63,53 @@ async def test_healthy_rows_behind_poison_drain_at_the_normal_rate_and_poison_wa
                 "stay Available, retried at 300, 900, 2,100 and 4,500 s",
             )
         )  # fmt: skip
-
+    expired = [outcome.expired_count for outcome in worker.outcomes]
     assert expired[:2] == [BATCH, BATCH]  # the normal rate: 1,000 rows in two cycles
     assert sum(expired[2:]) == 0
-    retried_at = [worker.seconds_since_start(at) for at, o in zip(worker.at, worker.outcomes,
-                  strict=True) if o.failed_count]  # fmt: skip
-    assert retried_at == (RETRIES_AT if poison else [])
-    for number, outcome in enumerate(o for o in worker.outcomes if o.failed_count):
-        assert sorted(f.slot.id for f in outcome.failures) == sorted(p.id for p in poison)
-        assert {f.attempts for f in outcome.failures} == {number + 1}
-    cap = worker.at[-1] + timedelta(seconds=3_600)  # 4,800 s uncapped
-    assert {(q.attempts, q.next_attempt_at) for q in quarantine.values()} == (
-        {(len(RETRIES_AT), cap)} if poison else set()
+    retries = [tick for tick in worker.ticks if tick.outcome.failed_count]
+    assert [tick.seconds for tick in retries] == (RETRIES_AT if poison else [])
+    for attempt, tick in enumerate(retries, start=1):
+        assert sorted(f.slot.id for f in tick.outcome.failures) == sorted(p.id for p in poison)
+        assert {f.attempts for f in tick.outcome.failures} == {attempt}
+    capped = worker.ticks[-1].at + timedelta(seconds=3_600)  # 4,800 s uncapped
+    assert {(q.attempts, q.next_attempt_at) for q in (await db.quarantine()).values()} == (
+        {(len(RETRIES_AT), capped)} if poison else set()
     )
     assert audit.clean, audit.describe()  # poison rows: untouched, still Available
 
 
-def _cycle_row(seconds: int, outcome: Outcome, wall: float) -> dict[str, object]:
-    attempts = sorted({f.attempts for f in outcome.failures})
-    waits = sorted({f.next_attempt_at for f in outcome.failures if f.next_attempt_at})
+def publish(measure: Measure, worker: ClockedCycles, poison_rows: int) -> None:
+    expired = [outcome.expired_count for outcome in worker.outcomes]
+    measure(
+        "poison-comparison",
+        {
+            "poison rows at the head": poison_rows,
+            "healthy rows expired per cycle (first four cycles)": ", ".join(map(str, expired[:4])),
+            "cycles to drain the 1,000 healthy rows": sum(1 for e in expired if e),
+            "first cycle took (wall)": f"{worker.ticks[0].wall_seconds * 1000:.0f} ms",
+        },
+    )
+    # Only the cycles that did something are tabled; the others found nothing due.
+    for tick in worker.ticks:
+        if poison_rows and (tick.outcome.expired_count or tick.outcome.failed_count):
+            measure("poison-at-scale", _cycle_row(tick))
+
+
+def _cycle_row(tick: Tick) -> dict[str, object]:
+    failures = tick.outcome.failures
+    attempts = sorted({f.attempts for f in failures})
+    waits = sorted({f.next_attempt_at for f in failures if f.next_attempt_at})
     return {
-        "t (worker clock)": f"{seconds:,} s",
-        "healthy rows expired": outcome.expired_count,
-        "poison rows tried (all rejected)": outcome.failed_count,
+        "t (worker clock)": f"{tick.seconds:,} s",
+        "healthy rows expired": tick.outcome.expired_count,
+        "poison rows tried (all rejected)": tick.outcome.failed_count,
         "their attempt": ", ".join(map(str, attempts)) or "—",
         "next attempt at": ", ".join(f"{int((w - AS_OF).total_seconds()):,} s" for w in waits),
-        "cycle took (wall)": f"{wall * 1000:.0f} ms",
+        "cycle took (wall)": f"{tick.wall_seconds * 1000:.0f} ms",
     }
 
 
-async def test_as_the_operator_ran_it_two_once_runs_drain_the_healthy_rows_behind_1500_poison(
+async def test_as_the_operator_ran_it_once_twice_drains_the_healthy_rows_behind_1500_poison(
     db: SlotDatabase, secret_url: str, record_fault: Record, measure: Measure
 ) -> None:
     slots = await db.insert(overdue(POISON + HEALTHY))
