@@ -1,4 +1,4 @@
-"""The named statements of queries.sql: all loaded, none empty, names checked."""
+"""The named statements of the store's .sql files: all loaded, none empty, names checked."""
 
 from __future__ import annotations
 
@@ -20,16 +20,32 @@ USED_BY_SLOT_STORE = (
 )
 
 
-def _names_declared_in_the_file() -> list[str]:
-    text = files("slot_expiration.store").joinpath("queries.sql").read_text(encoding="utf-8")
+SQL_FILES = ("queries.sql", "operations.sql")
+
+
+def _names_declared_in(file_name: str) -> list[str]:
+    text = files("slot_expiration.store").joinpath(file_name).read_text(encoding="utf-8")
     return re.findall(r"^--\s*name:\s*(\S+)", text, flags=re.MULTILINE)
 
 
-def test_every_statement_named_in_queries_sql_is_loaded() -> None:
-    declared = _names_declared_in_the_file()
+def test_every_statement_named_in_every_sql_file_is_loaded() -> None:
+    declared = [name for file_name in SQL_FILES for name in _names_declared_in(file_name)]
 
-    assert declared, "queries.sql declares no statement"
+    for file_name in SQL_FILES:
+        assert _names_declared_in(file_name), f"{file_name} declares no statement"
     assert sorted(load_queries()) == sorted(declared)
+
+
+def test_the_store_package_holds_no_other_sql_file_than_those_listed() -> None:
+    found = [e.name for e in files("slot_expiration.store").iterdir() if e.name.endswith(".sql")]
+
+    assert sorted(found) == sorted(SQL_FILES)
+
+
+def test_statement_names_are_unique_across_the_sql_files() -> None:
+    declared = [name for file_name in SQL_FILES for name in _names_declared_in(file_name)]
+
+    assert len(declared) == len(set(declared))
 
 
 @pytest.mark.parametrize("name", sorted(load_queries()))

@@ -23,6 +23,8 @@ from psycopg.conninfo import conninfo_to_dict
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from slot_expiration.options.listen_address import ListenAddress, parse_listen_address
+
 ENV_PREFIX = "SLOT_EXPIRATION_"
 _URL_SCHEMES = ("postgresql", "postgres")
 
@@ -48,13 +50,23 @@ class WorkerOptions(BaseSettings):
     lock_timeout_seconds: Annotated[float, Field(gt=0, le=3_600)] = 2.0
     poison_backoff_seconds: Annotated[float, Field(gt=0, le=86_400)] = 300.0
     poison_backoff_max_seconds: Annotated[float, Field(gt=0, le=30 * 86_400)] = 3_600.0
+    prepared_statements: bool = False
     log_format: LogFormat = LogFormat.JSON
+    # Where `run` serves /metrics, /healthz and /readyz; "" turns the endpoint off.
+    metrics_addr: str = "127.0.0.1:9464"
 
     @field_validator("database_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None:
             check_database_url(value.get_secret_value())
+        return value
+
+    @field_validator("metrics_addr")
+    @classmethod
+    def _listen_address(cls, value: str) -> str:
+        if value:
+            parse_listen_address(value)
         return value
 
     @model_validator(mode="after")
@@ -76,6 +88,11 @@ class WorkerOptions(BaseSettings):
         except ValueError as exc:
             raise OptionsError(f"database_url: {exc}") from None
         return self.model_copy(update={"database_url": SecretStr(url)})
+
+    @property
+    def metrics_address(self) -> ListenAddress | None:
+        """The endpoint's address, or None when it is turned off."""
+        return parse_listen_address(self.metrics_addr) if self.metrics_addr else None
 
     @property
     def statement_timeout_ms(self) -> int:

@@ -1,7 +1,8 @@
-"""Loads the named statements of `queries.sql`.
+"""Loads the named statements of the store's `.sql` files.
 
-The file is the single home of the product's SQL; code refers to a
-statement by name and never assembles SQL text.
+`queries.sql` (the worker's statements) and its siblings are the single home
+of the product's SQL; code refers to a statement by name, unique across the
+files, and never assembles SQL text.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ def parse_queries(text: str) -> dict[str, LiteralString]:
     for raw_name, body in zip(parts[1::2], parts[2::2], strict=True):
         name = raw_name.strip()
         if not _VALID_NAME.fullmatch(name):
-            raise ValueError(f"bad statement name {name!r} in queries.sql")
+            raise ValueError(f"bad statement name {name!r}")
         lines = [line for line in body.splitlines() if not line.lstrip().startswith("--")]
         statement = "\n".join(lines).strip()
         if name in queries:
-            raise ValueError(f"statement {name!r} is defined twice in queries.sql")
+            raise ValueError(f"statement {name!r} is defined twice")
         # The text comes from our own package file, never from input.
         queries[name] = statement
     return queries
@@ -35,13 +36,20 @@ def parse_queries(text: str) -> dict[str, LiteralString]:
 
 @cache
 def load_queries() -> dict[str, LiteralString]:
-    text = files("slot_expiration.store").joinpath("queries.sql").read_text(encoding="utf-8")
-    return parse_queries(text)
+    """Every named statement of every `.sql` file of the store package."""
+    queries: dict[str, LiteralString] = {}
+    sources = sorted(files("slot_expiration.store").iterdir(), key=lambda entry: entry.name)
+    for source in (entry for entry in sources if entry.name.endswith(".sql")):
+        for name, statement in parse_queries(source.read_text(encoding="utf-8")).items():
+            if name in queries:
+                raise ValueError(f"statement {name!r} is defined in two .sql files")
+            queries[name] = statement
+    return queries
 
 
 def query(name: str) -> LiteralString:
-    """The statement called `name` in queries.sql."""
+    """The statement called `name` in one of the store's .sql files."""
     try:
         return load_queries()[name]
     except KeyError:
-        raise KeyError(f"no statement named {name!r} in queries.sql") from None
+        raise KeyError(f"no statement named {name!r} in the store's .sql files") from None

@@ -29,6 +29,7 @@ from slot_expiration.store.errors import (
 from slot_expiration.store.queries import query
 
 APPLICATION_NAME = "slot-expiration"
+_PREPARE_AFTER = 2  # executions of one statement on a connection before it is prepared
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,10 @@ class SessionLimits:
     idle_in_transaction_timeout_ms: int
     lock_timeout_ms: int = 2_000
     connect_timeout_seconds: int = 10
+    # Server-side prepared statements save planning in long drains, but a pooler in
+    # transaction mode (pgbouncer before 1.21) hands the next transaction to a server
+    # session that never saw them: off unless asked for.
+    prepared_statements: bool = False
 
     def parameters(self) -> dict[str, str]:
         return {
@@ -144,6 +149,7 @@ class SlotStore:
                 database_url,
                 application_name=APPLICATION_NAME,
                 connect_timeout=limits.connect_timeout_seconds,
+                prepare_threshold=_PREPARE_AFTER if limits.prepared_statements else None,
             )
         except psycopg.Error as exc:
             raise StoreConnectError(first_line(exc)) from exc
