@@ -41,20 +41,25 @@ class Option:
     name: str
     flag: str
     envvar: str | None
+    takes_value: bool  # an on/off flag takes a string only through its variable
 
 
-def valued_options(command: click.Command) -> list[Option]:
-    """Every option of `command` that takes a value (flags like --json take none)."""
+def fuzzable_options(command: click.Command) -> list[Option]:
+    """Every option of `command` a string can be given to: those that take a value, and
+    the on/off flags that have a SLOT_EXPIRATION_* variable (--json has none)."""
     found = []
     for param in command.params:
-        if isinstance(param, click.Option) and not param.is_flag and param.name:
-            flag = next(o for o in param.opts if o.startswith("--"))
-            envvar = param.envvar if isinstance(param.envvar, str) else None
-            found.append(Option(str(command.name), param.name, flag, envvar))
+        if not isinstance(param, click.Option) or not param.name:
+            continue
+        envvar = param.envvar if isinstance(param.envvar, str) else None
+        if param.is_flag and envvar is None:
+            continue
+        flag = next(o for o in param.opts if o.startswith("--"))
+        found.append(Option(str(command.name), param.name, flag, envvar, not param.is_flag))
     return found
 
 
-OPTIONS = valued_options(once) + valued_options(run)
+OPTIONS = fuzzable_options(once) + fuzzable_options(run)
 WAYS = ("--opt=value", "--opt value", "variable")
 
 
@@ -95,7 +100,7 @@ passwords = st.from_regex(r"pw-[A-Za-z0-9]{12}", fullmatch=True)
 @st.composite
 def attempts(draw: st.DrawFn) -> Attempt:
     option = draw(st.sampled_from(OPTIONS))
-    way = draw(st.sampled_from(WAYS))
+    way = draw(st.sampled_from(WAYS)) if option.takes_value else "variable"
     secret = draw(st.none() | passwords)
     if secret is None:
         value = draw(any_text)

@@ -19,7 +19,7 @@ from tests.support.slots import make_slot
 # A short interval keeps recovery quick in tests; production ticks every 300 s.
 INTERVAL_SECONDS = "0.2"
 RECOVERY_TIMEOUT_SECONDS = 60.0
-MESSAGE_CHARS = 110
+MESSAGE_CHARS = 200
 
 
 def run_args(
