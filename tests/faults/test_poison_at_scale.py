@@ -116,7 +116,13 @@ async def test_as_the_operator_ran_it_once_twice_drains_the_healthy_rows_behind_
     poison, healthy = slots[:POISON], slots[POISON:]
     await db.install_poison_trigger([p.id for p in poison], "P0001")
     ledger = Ledger.of(await db.rows(), [s.id for s in healthy])
-    args = ("once", "--json", "--batch-size", str(BATCH), "--database-url", secret_url)
+    # The top-up past the poison rows may use half the cycle's budget; here it takes about 3 s.
+    # A wide budget keeps a slow machine from cutting it short (that would be the budget
+    # doing its job, not the fault this test is about).
+    args = (
+        "once", "--json", "--batch-size", str(BATCH), "--max-cycle-seconds", "120",
+        "--database-url", secret_url,
+    )  # fmt: skip
 
     runs, summaries = [], []
     for _ in range(3):
@@ -144,7 +150,7 @@ async def test_as_the_operator_ran_it_once_twice_drains_the_healthy_rows_behind_
         FaultFigures(
             "1,500 poison rows at the head, three `once` runs (real clock)",
             "a trigger rejects the 1,500 oldest overdue rows (P0001); `once --json --batch-size "
-            "500` run three times in a row",
+            "500 --max-cycle-seconds 120` run three times in a row",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), None,
             f"healthy: {' + '.join(str(s['expired_count']) for s in summaries)}; "
             "poison rows quarantined for 300 s after the first run",
