@@ -94,9 +94,7 @@ def own_server() -> Iterator[ControlledServer]:
     """A server of this module's own, with the migrated template, to stop and restart."""
     with EmbeddedPostgres() as server:
         upgrade_template(server)
-        controlled = ControlledServer(server)
-        yield controlled
-        controlled.start()  # a test that failed half-way may have left it stopped
+        yield ControlledServer(server)
 
 
 @pytest.fixture
