@@ -57,20 +57,6 @@ class QuarantineEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class QuarantinedSlot:
-    """A quarantined slot as an operator sees it."""
-
-    slot: SlotRef
-    start_at: datetime
-    attempts: int
-    first_failed_at: datetime
-    last_failed_at: datetime
-    next_attempt_at: datetime
-    sqlstate: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
 class SessionLimits:
     """Server-side limits of a worker transaction, a backstop to the client's own budget.
 
@@ -233,11 +219,6 @@ class SlotStore:
         if slot_ids:
             await self._execute("release_rows", {"ids": list(slot_ids)})
 
-    async def list_quarantine(self, limit: int) -> list[QuarantinedSlot]:
-        """Quarantined slots still Available, the soonest retry first."""
-        rows = await self._fetch_all("list_quarantine", {"limit": limit})
-        return [QuarantinedSlot(SlotRef(id=r[0], tenant_id=r[1]), *r[2:]) for r in rows]
-
     async def retry_quarantined(
         self, slot_ids: Sequence[UUID], now: datetime, *, every: bool = False
     ) -> list[UUID]:
@@ -332,7 +313,6 @@ __all__ = [
     "APPLICATION_NAME",
     "LockedBatch",
     "QuarantineEntry",
-    "QuarantinedSlot",
     "RowRejectedError",
     "SessionLimits",
     "SlotStore",
