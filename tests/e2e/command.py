@@ -34,13 +34,20 @@ WAIT_TIMEOUT_SECONDS = 20.0
 POLL_SECONDS = 0.05
 
 
+# A worker under test serves its endpoint on a free port, never on the default 9464
+# that a real worker (or another test run on the machine) may hold.
+_TEST_DEFAULTS = {"SLOT_EXPIRATION_METRICS_ADDR": "127.0.0.1:0"}
+
+
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without stray SLOT_EXPIRATION_* options, plus `extra`."""
+    """This process's environment without stray SLOT_EXPIRATION_* and OTEL_* variables,
+    plus the tests' defaults, plus `extra`."""
     env = {
         name: value
         for name, value in os.environ.items()
-        if not name.startswith(ENV_PREFIX) or name in _KEPT_VARIABLES
+        if not name.startswith((ENV_PREFIX, "OTEL_")) or name in _KEPT_VARIABLES
     }
+    env.update(_TEST_DEFAULTS)
     env.update(extra or {})
     return env
 

@@ -20,6 +20,7 @@ from tests.e2e.command import (
     run_command,
     started,
 )
+from tests.e2e.endpoint import get, sample
 from tests.support.database import SlotDatabase
 
 pytestmark = pytest.mark.e2e
@@ -106,6 +107,31 @@ async def test_demo_seeds_runs_the_worker_shows_counts_and_stops_its_server() ->
         assert table["Archived"][0] == table["Archived"][1]
         assert lines[-1] == "stopping the embedded PostgreSQL"
         await assert_server_gone(data_dir)
+
+
+METRICS_LINE = re.compile(
+    r"^worker: metrics on (?P<url>http://127\.0\.0\.1:\d+)/metrics \(also /healthz, /readyz\)$"
+)
+
+
+async def test_the_demo_serves_metrics_while_it_runs_and_prints_where() -> None:
+    async with started("demo", "--interval-seconds", "30", "--max-cycles", "2") as demo:
+        await demo.until(lambda: demo.printed("cycle 1"), "the first cycle printed")
+        data_dir = data_dir_of(demo.stdout_lines)
+        async with cleaned_up(data_dir.parent):
+            url = next(m["url"] for line in demo.stdout_lines if (m := METRICS_LINE.match(line)))
+            cycle = next(m for line in demo.stdout_lines if (m := CYCLE_LINE.match(line)))
+            status, metrics = await get(f"{url}/metrics")
+            health, _ = await get(f"{url}/healthz")
+            ready, _ = await get(f"{url}/readyz")
+            demo.send_signal(signal.SIGINT)
+            done = await demo.wait(timeout_seconds=20)
+            await assert_server_gone(data_dir)
+
+    assert done.returncode in (0, 130), done.describe()
+    assert (status, health, ready) == (200, 200, 200)
+    assert sample(metrics, "calendar_slot_expiration_items_total") == int(cycle["expired"])
+    assert sample(metrics, "calendar_slot_expiration_backlog") == int(cycle["left"])
 
 
 async def test_sigint_while_the_demo_waits_for_its_next_tick_stops_it_and_its_server() -> None:

@@ -15,11 +15,13 @@ URL, BATCH, CYCLE, LOGS = (
     "SLOT_EXPIRATION_LOG_FORMAT",
 )
 INTERVAL, GRACE = "SLOT_EXPIRATION_INTERVAL_SECONDS", "SLOT_EXPIRATION_SHUTDOWN_GRACE_SECONDS"
+METRICS = "SLOT_EXPIRATION_METRICS_ADDR"
 CYCLE_SAFETY = {
     "SLOT_EXPIRATION_MAX_BATCHES_PER_CYCLE",
     "SLOT_EXPIRATION_LOCK_TIMEOUT_SECONDS",
     "SLOT_EXPIRATION_POISON_BACKOFF_SECONDS",
     "SLOT_EXPIRATION_POISON_BACKOFF_MAX_SECONDS",
+    "SLOT_EXPIRATION_PREPARED_STATEMENTS",
 }
 
 
@@ -29,7 +31,8 @@ CYCLE_SAFETY = {
         ("migrate", {URL}),
         ("grant", {URL}),
         ("once", {URL, BATCH, CYCLE, LOGS, *CYCLE_SAFETY}),
-        ("run", {URL, BATCH, INTERVAL, CYCLE, GRACE, LOGS, *CYCLE_SAFETY}),
+        ("run", {URL, BATCH, INTERVAL, CYCLE, GRACE, LOGS, METRICS, *CYCLE_SAFETY}),
+        ("status", {URL}),
     ],
 )
 async def test_help_of_each_worker_command_lists_its_environment_variables(
@@ -50,4 +53,4 @@ async def test_help_of_the_program_lists_every_command() -> None:
 
     assert done.returncode == 0, done.describe()
     commands = done.stdout.partition("Commands:")[2].split()
-    assert {"migrate", "grant", "once", "run", "demo"} <= set(commands), done.stdout
+    assert {"migrate", "grant", "once", "run", "demo", "status"} <= set(commands), done.stdout

@@ -20,10 +20,7 @@ USED_BY_SLOT_STORE = (
 )
 
 
-def _sql_files() -> list[str]:
-    return sorted(
-        e.name for e in files("slot_expiration.store").iterdir() if e.name.endswith(".sql")
-    )
+SQL_FILES = ("queries.sql", "operations.sql", "bench.sql")
 
 
 def _names_declared_in(file_name: str) -> list[str]:
@@ -31,20 +28,22 @@ def _names_declared_in(file_name: str) -> list[str]:
     return re.findall(r"^--\s*name:\s*(\S+)", text, flags=re.MULTILINE)
 
 
-def test_the_worker_statements_and_the_benchmarks_live_in_sql_files_of_the_store() -> None:
-    assert {"queries.sql", "bench.sql"} <= set(_sql_files())
-
-
 def test_every_statement_named_in_every_sql_file_is_loaded() -> None:
-    declared = [name for file_name in _sql_files() for name in _names_declared_in(file_name)]
+    declared = [name for file_name in SQL_FILES for name in _names_declared_in(file_name)]
 
-    for file_name in _sql_files():
+    for file_name in SQL_FILES:
         assert _names_declared_in(file_name), f"{file_name} declares no statement"
     assert sorted(load_queries()) == sorted(declared)
 
 
+def test_the_store_package_holds_no_other_sql_file_than_those_listed() -> None:
+    found = [e.name for e in files("slot_expiration.store").iterdir() if e.name.endswith(".sql")]
+
+    assert sorted(found) == sorted(SQL_FILES)
+
+
 def test_statement_names_are_unique_across_the_sql_files() -> None:
-    declared = [name for file_name in _sql_files() for name in _names_declared_in(file_name)]
+    declared = [name for file_name in SQL_FILES for name in _names_declared_in(file_name)]
 
     assert len(declared) == len(set(declared))
 

@@ -25,10 +25,18 @@ from slot_expiration.telemetry import configure_logging
               help="Seconds between ticks.")  # fmt: skip
 @click.option("--max-cycles", type=click.IntRange(min=1), default=6, show_default=True,
               help="Stop after this many cycles (or once the backlog is gone).")  # fmt: skip
-def demo(database_url: str | None, interval_seconds: float, max_cycles: int) -> None:
+@click.option("--metrics-addr", default="127.0.0.1:0", show_default=True,
+              help="host:port of /metrics, /healthz and /readyz while the demo runs; "
+                   "port 0 picks a free one, '' turns them off.")  # fmt: skip
+def demo(
+    database_url: str | None, interval_seconds: float, max_cycles: int, metrics_addr: str
+) -> None:
     """Start a private PostgreSQL, seed demo slots, run the worker a few cycles, show counts."""
     options = options_from(
-        environment=False, database_url=database_url, interval_seconds=interval_seconds
+        environment=False,
+        database_url=database_url,
+        interval_seconds=interval_seconds,
+        metrics_addr=metrics_addr,
     )
     configure_logging(LogFormat.CONSOLE, level=logging.WARNING)
     plan = DemoPlan(max_cycles=max_cycles)

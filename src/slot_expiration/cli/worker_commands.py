@@ -83,6 +83,11 @@ def _one_line(result: CycleResult) -> str:
     "second signal, it is rolled back. [default: 10]",
     float,
 )
+@env_option(
+    "metrics_addr",
+    "host:port of /metrics, /healthz and /readyz; port 0 picks a free one, '' turns the "
+    "endpoint off. [default: 127.0.0.1:9464]",
+)
 def run(**given: Any) -> None:
     """Poll until SIGTERM or SIGINT, then stop gracefully (exit 0)."""
     options = options_from(**given)

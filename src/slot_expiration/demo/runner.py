@@ -85,7 +85,11 @@ async def run_demo(options: WorkerOptions, plan: DemoPlan, out: TextIO) -> None:
         backlog = await store.count_backlog(now)
     print(f"seeded {plan.mix.total} slots; {backlog} are Available with a past start", file=out)
     stop = StopSignal()
-    await run_worker(options, [ProgressHooks(out, backlog, plan, stop)], stop)
+
+    def serving(url: str) -> None:
+        print(f"worker: metrics on {url}/metrics (also /healthz, /readyz)", file=out, flush=True)
+
+    await run_worker(options, [ProgressHooks(out, backlog, plan, stop)], stop, serving)
     async with store_factory(options)() as store:
         after = await store.count_by_status()
     print_counts(before, after, out)

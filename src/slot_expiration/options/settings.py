@@ -23,7 +23,11 @@ from psycopg.conninfo import conninfo_to_dict
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from slot_expiration.options.listen_address import ListenAddress, parse_listen_address
+
 ENV_PREFIX = "SLOT_EXPIRATION_"
+# user:password@ after the scheme, for text that urlsplit refuses to parse.
+_USERINFO_PASSWORD = re.compile(r"://[^/@]*?:([^@]*)@")
 _URL_SCHEMES = ("postgresql", "postgres")
 
 
@@ -48,13 +52,23 @@ class WorkerOptions(BaseSettings):
     lock_timeout_seconds: Annotated[float, Field(gt=0, le=3_600)] = 2.0
     poison_backoff_seconds: Annotated[float, Field(gt=0, le=86_400)] = 300.0
     poison_backoff_max_seconds: Annotated[float, Field(gt=0, le=30 * 86_400)] = 3_600.0
+    prepared_statements: bool = False
     log_format: LogFormat = LogFormat.JSON
+    # Where `run` serves /metrics, /healthz and /readyz; "" turns the endpoint off.
+    metrics_addr: str = "127.0.0.1:9464"
 
     @field_validator("database_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None:
             check_database_url(value.get_secret_value())
+        return value
+
+    @field_validator("metrics_addr")
+    @classmethod
+    def _listen_address(cls, value: str) -> str:
+        if value:
+            parse_listen_address(value)
         return value
 
     @model_validator(mode="after")
@@ -76,6 +90,11 @@ class WorkerOptions(BaseSettings):
         except ValueError as exc:
             raise OptionsError(f"database_url: {exc}") from None
         return self.model_copy(update={"database_url": SecretStr(url)})
+
+    @property
+    def metrics_address(self) -> ListenAddress | None:
+        """The endpoint's address, or None when it is turned off."""
+        return parse_listen_address(self.metrics_addr) if self.metrics_addr else None
 
     @property
     def statement_timeout_ms(self) -> int:
@@ -108,8 +127,8 @@ def url_secrets(url: str) -> list[str]:
     try:
         parts = urlsplit(url)
         password = parts.password
-    except ValueError:
-        return [url] if url else []
+    except ValueError:  # not even a URL (an unbalanced '[' in the host, say)
+        return [found for found in _USERINFO_PASSWORD.findall(url) if found] or [url]
     candidates = [password, unquote(password)] if password else []
     for raw in re.findall(r"(?:^|&)password=([^&]*)", parts.query):
         candidates += [raw, unquote_plus(raw)]

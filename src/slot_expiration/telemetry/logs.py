@@ -12,6 +12,7 @@ import structlog
 
 from slot_expiration.cycle import BatchResult, CycleResult
 from slot_expiration.options import LogFormat
+from slot_expiration.telemetry.traces import add_trace_id
 
 
 class Event:
@@ -26,6 +27,7 @@ class Event:
     WORKER_STARTED: Final = "worker.started"
     WORKER_STOPPING: Final = "worker.stopping"
     WORKER_STOPPED: Final = "worker.stopped"
+    ENDPOINT_SERVING: Final = "endpoint.serving"
 
 
 class LogHooks:
@@ -111,6 +113,7 @@ def configure_logging(log_format: LogFormat, level: int = logging.INFO) -> None:
     )
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
+        add_trace_id,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from slot_expiration.cycle import (
@@ -25,7 +25,9 @@ from slot_expiration.loop import (
 )
 from slot_expiration.options import WorkerOptions
 from slot_expiration.store import SchemaMissingError, SessionLimits, SlotStore
-from slot_expiration.telemetry import CycleHooks, FanOutHooks, LogHooks
+from slot_expiration.telemetry import CycleHooks, LogHooks
+from slot_expiration.telemetry.traces import TraceHooks, tracing
+from slot_expiration.worker.observability import Observability, announce
 
 
 def session_limits(options: WorkerOptions) -> SessionLimits:
@@ -34,6 +36,7 @@ def session_limits(options: WorkerOptions) -> SessionLimits:
         statement_timeout_ms=budget_ms,
         idle_in_transaction_timeout_ms=budget_ms,
         lock_timeout_ms=options.lock_timeout_ms,
+        prepared_statements=options.prepared_statements,
     )
 
 
@@ -65,11 +68,10 @@ async def run_once(
     options: WorkerOptions, as_of: datetime, hooks: CycleHooks | None = None
 ) -> CycleResult:
     """The `once` command: one cycle under the budget, logged like the loop's cycles."""
-    with cancel_on_signals():
+    with cancel_on_signals(), tracing() as tracer:
         await check_ready(options)
-        return await observed_cycle(
-            build_cycle(options), hooks or LogHooks(), options.max_cycle_seconds, as_of
-        )
+        traced = TraceHooks(hooks or LogHooks(), tracer)
+        return await observed_cycle(build_cycle(options), traced, options.max_cycle_seconds, as_of)
 
 
 def build_loop(
@@ -88,13 +90,24 @@ def build_loop(
 
 
 async def run_worker(
-    options: WorkerOptions, extra_hooks: Sequence[CycleHooks] = (), stop: StopSignal | None = None
+    options: WorkerOptions,
+    extra_hooks: Sequence[CycleHooks] = (),
+    stop: StopSignal | None = None,
+    on_serving: Callable[[str], None] | None = None,
 ) -> LoopStats:
-    """The `run` command: poll until SIGTERM/SIGINT (or `stop`), then stop gracefully."""
-    hooks = FanOutHooks([LogHooks(), *extra_hooks])
+    """The `run` command: poll until SIGTERM/SIGINT (or `stop`), then stop gracefully.
+
+    Its endpoint (/metrics, /healthz, /readyz) listens before anything else, so a
+    port already taken fails the start; `on_serving` is told the endpoint's URL.
+    """
     stop = stop or StopSignal()
-    with stop_on_signals(stop):
-        await check_ready(options)
-        loop = build_loop(options, hooks)
-        hooks.loop_started(options.interval_seconds, options.batch_size)
-        return await loop.run(stop)
+    with tracing() as tracer, stop_on_signals(stop):
+        observability = Observability.for_worker(options, tracer)
+        hooks = observability.hooks([LogHooks(), *extra_hooks])
+        # Listening first: a port already taken fails the start before anything else.
+        async with observability.endpoint(options) as url:
+            await check_ready(options)
+            loop = build_loop(options, hooks)
+            hooks.loop_started(options.interval_seconds, options.batch_size)
+            announce(url, on_serving)
+            return await loop.run(stop)

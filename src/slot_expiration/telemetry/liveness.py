@@ -1,0 +1,112 @@
+"""Liveness of the polling loop, judged from the hooks alone: is it ticking, is it stuck?
+
+The ticker ticks every interval whatever the cycles do (a tick during a cycle
+is skipped, and reported), so a live loop reports a tick at least once per
+interval. A cycle is abandoned at its budget; one still running well past it
+means the loop is wedged. /healthz answers from this, on an injected clock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+from uuid import UUID
+
+from slot_expiration.cycle import BatchResult, CycleResult
+
+# Room for a late wake-up, a slow connect or a slow rollback before the loop
+# counts as dead: the connect timeout of a worker session is 10 s too.
+SLACK_SECONDS: Final = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class LivenessReport:
+    live: bool
+    status: str  # "ok", "stopping", "not_ticking" or "stuck_in_cycle"
+    detail: str
+    seconds_since_tick: float
+    cycle_running_seconds: float | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "live": self.live,
+            "status": self.status,
+            "detail": self.detail,
+            "seconds_since_tick": round(self.seconds_since_tick, 3),
+            "cycle_running_seconds": (
+                None if self.cycle_running_seconds is None else round(self.cycle_running_seconds, 3)
+            ),
+        }
+
+
+class Liveness:
+    """A CycleHooks sink that remembers the loop's last sign of life."""
+
+    def __init__(
+        self,
+        interval_seconds: float,
+        max_cycle_seconds: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.tick_overdue_after = interval_seconds + SLACK_SECONDS
+        self.stuck_after = max_cycle_seconds + SLACK_SECONDS
+        self._monotonic = monotonic
+        self._last_tick = monotonic()  # start-up counts as the first sign of life
+        self._cycles: dict[UUID, float] = {}
+        self._stopping = False
+
+    def report(self) -> LivenessReport:
+        now = self._monotonic()
+        since_tick = now - self._last_tick
+        running = now - min(self._cycles.values()) if self._cycles else None
+        if running is not None and running > self.stuck_after:
+            return LivenessReport(
+                False, "stuck_in_cycle",
+                f"a cycle has run for {running:.1f} s, past its budget and "
+                f"{SLACK_SECONDS:g} s more ({self.stuck_after:g} s)",
+                since_tick, running,
+            )  # fmt: skip
+        if self._stopping:
+            return LivenessReport(True, "stopping", "stopping gracefully", since_tick, running)
+        if since_tick > self.tick_overdue_after:
+            return LivenessReport(
+                False, "not_ticking",
+                f"no tick for {since_tick:.1f} s (expected one every "
+                f"{self.tick_overdue_after - SLACK_SECONDS:g} s)",
+                since_tick, running,
+            )  # fmt: skip
+        return LivenessReport(True, "ok", "ticking", since_tick, running)
+
+    def _beat(self) -> None:
+        self._last_tick = self._monotonic()
+
+    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
+        self._beat()
+        self._cycles[run_id] = self._last_tick
+
+    def batch_started(self, run_id: UUID, number: int) -> None:
+        del run_id, number
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        del run_id, batch
+
+    def cycle_completed(self, result: CycleResult) -> None:
+        self._cycles.pop(result.run_id, None)
+
+    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
+        self._cycles.pop(run_id, None)
+
+    def tick_skipped(self, skipped_ticks_total: int) -> None:
+        self._beat()
+
+    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
+        self._beat()
+
+    def loop_stopping(self, cycle_in_flight: bool) -> None:
+        self._stopping = True
+
+    def loop_stopped(self) -> None:
+        self._stopping = True

@@ -1,0 +1,150 @@
+"""Prometheus metrics: the spec's names and types, on a registry of the worker's own.
+
+Items are counted per batch as each batch commits, so a cycle that fails after
+some batches committed still counts what those did. Metrics carry no slot,
+tenant or database detail: the only labels are `outcome` and the histogram's
+`le`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Final
+from uuid import UUID
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+    generate_latest,
+)
+
+from slot_expiration.cycle import BatchResult, CycleResult
+
+PREFIX: Final = "calendar_slot_expiration"
+# From 1 ms to the longest budget a cycle is likely given (60 s).
+DURATION_BUCKETS: Final = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0,
+)  # fmt: skip
+
+
+class Outcome:
+    """Values of the `outcome` label of the cycles counter."""
+
+    SUCCESS: Final = "success"
+    FAILED: Final = "failed"
+    BUDGET_EXCEEDED: Final = "budget_exceeded"
+    ALL: Final = (SUCCESS, FAILED, BUDGET_EXCEEDED)
+
+
+class MetricsHooks:
+    """A CycleHooks sink that keeps the worker's metrics up to date."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        wall_clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self._wall_clock = wall_clock
+        self._monotonic = monotonic
+        self._cycle_started: dict[UUID, float] = {}
+        # `<name>_created` series only double the text format; Prometheus ignores them.
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
+        self._define(self.registry)
+
+    def _define(self, registry: CollectorRegistry) -> None:
+        self.cycle_duration = Histogram(
+            f"{PREFIX}_cycle_duration_seconds",
+            "Duration of a cycle, completed or failed.",
+            buckets=DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.items = Counter(
+            f"{PREFIX}_items", "Slots moved from Available to Expired.", registry=registry
+        )
+        self.backlog = Gauge(
+            f"{PREFIX}_backlog",
+            "Available slots with start_at <= now left after the last completed cycle "
+            "(counted up to 100000).",
+            registry=registry,
+        )
+        self.skip_locked = Counter(
+            f"{PREFIX}_skip_locked",
+            "Candidate rows passed over because another transaction held their lock.",
+            registry=registry,
+        )
+        self.errors = Counter(
+            f"{PREFIX}_errors",
+            "Rows the database rejected (poison rows), left Available and quarantined.",
+            registry=registry,
+        )
+        self.last_success = Gauge(
+            f"{PREFIX}_last_success_timestamp_seconds",
+            "Unix time of the last completed cycle; 0 until this process completes one.",
+            registry=registry,
+        )
+        self.cycles = Counter(
+            f"{PREFIX}_cycles", "Cycles by outcome.", ["outcome"], registry=registry
+        )
+        for outcome in Outcome.ALL:
+            self.cycles.labels(outcome=outcome)  # every outcome is exported from the start
+        self.skipped_ticks = Counter(
+            f"{PREFIX}_skipped_ticks",
+            "Ticks dropped because the previous cycle was still running.",
+            registry=registry,
+        )
+        ProcessCollector(registry=registry)
+
+    def exposition(self) -> bytes:
+        """The registry in Prometheus's text format."""
+        return generate_latest(self.registry)
+
+    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
+        self._cycle_started[run_id] = self._monotonic()
+
+    def batch_started(self, run_id: UUID, number: int) -> None:
+        del run_id, number
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        self.items.inc(batch.expired_count)
+        self.skip_locked.inc(batch.skipped_locked_count)
+        self.errors.inc(batch.failed_count)
+
+    def cycle_completed(self, result: CycleResult) -> None:
+        self._cycle_started.pop(result.run_id, None)
+        self.cycle_duration.observe(result.duration_ms / 1000.0)
+        self.cycles.labels(outcome=Outcome.SUCCESS).inc()
+        self.backlog.set(result.backlog)
+        self.last_success.set(self._wall_clock())
+
+    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
+        started = self._cycle_started.pop(run_id, None)
+        if started is not None:
+            self.cycle_duration.observe(self._monotonic() - started)
+        outcome = Outcome.BUDGET_EXCEEDED if budget_exceeded else Outcome.FAILED
+        self.cycles.labels(outcome=outcome).inc()
+
+    def tick_skipped(self, skipped_ticks_total: int) -> None:
+        self.skipped_ticks.inc()
+
+    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
+        del interval_seconds, batch_size
+
+    def loop_stopping(self, cycle_in_flight: bool) -> None:
+        del cycle_in_flight
+
+    def loop_stopped(self) -> None:
+        pass
+
+
+def exported_metric_names(registry: CollectorRegistry) -> set[str]:
+    """Every sample name the registry exposes (with _total, _bucket, _sum, ... suffixes)."""
+    return {sample.name for family in registry.collect() for sample in family.samples}

@@ -1,0 +1,79 @@
+"""Readiness: the database answers and its schema is at the newest migration."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from slot_expiration.store.errors import SchemaMissingError, SlotStoreError
+
+SchemaRevision = Callable[[], Awaitable[str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadinessReport:
+    ready: bool
+    detail: str
+    schema_revision: str | None
+    latest_revision: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ready": self.ready,
+            "detail": self.detail,
+            "schema_revision": self.schema_revision,
+            "latest_revision": self.latest_revision,
+        }
+
+
+class Readiness:
+    """Asks the database for its schema revision on each probe, one probe at a time.
+
+    `secrets` (the URL's passwords) are removed from any message it reports:
+    the answer is served to whoever can reach the endpoint.
+    """
+
+    def __init__(
+        self,
+        schema_revision: SchemaRevision,
+        latest_revision: str | None,
+        timeout_seconds: float = 5.0,
+        secrets: Sequence[str] = (),
+    ) -> None:
+        self._schema_revision = schema_revision
+        self._latest = latest_revision
+        self._timeout = timeout_seconds
+        self._secrets = tuple(secret for secret in secrets if secret)
+        self._lock = asyncio.Lock()
+
+    async def report(self) -> ReadinessReport:
+        async with self._lock:
+            return await self._check()
+
+    async def _check(self) -> ReadinessReport:
+        try:
+            async with asyncio.timeout(self._timeout):
+                current = await self._schema_revision()
+        except SchemaMissingError:
+            return self._not_ready("the schema is missing: run `slot-expiration migrate`", None)
+        except SlotStoreError as exc:
+            return self._not_ready(f"database: {self._scrub(str(exc))}", None)
+        except TimeoutError:
+            return self._not_ready(f"the database did not answer within {self._timeout:g} s", None)
+        if current != self._latest:
+            return self._not_ready(
+                f"the schema is at {current or 'no revision'}, the newest is {self._latest}: "
+                "run `slot-expiration migrate`",
+                current,
+            )
+        return ReadinessReport(True, "database answers, schema up to date", current, self._latest)
+
+    def _not_ready(self, detail: str, current: str | None) -> ReadinessReport:
+        return ReadinessReport(False, detail, current, self._latest)
+
+    def _scrub(self, message: str) -> str:
+        for secret in self._secrets:
+            message = message.replace(secret, "***")
+        return message

@@ -1,0 +1,249 @@
+"""Traces with OpenTelemetry: a span per cycle, a child span per batch.
+
+TraceHooks wraps the other sinks rather than sitting beside them: it opens a
+cycle's span (and makes it current) before they hear of the cycle, and ends it
+after they heard how it ended, so every log line of the cycle carries its
+`trace_id` (see `add_trace_id`). Spans carry counts, ids (run, slot, tenant)
+and SQLSTATEs; never a database message, a URL or personal data. The tenant
+ids on a batch span are bounded.
+
+Spans leave the process only when the standard OTEL_* variables ask for an
+OTLP exporter; otherwise the tracer is OpenTelemetry's no-op one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+from uuid import UUID
+
+from opentelemetry import context, trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import Span, Status, StatusCode, Tracer
+
+from slot_expiration.cycle import BatchResult, CycleResult
+from slot_expiration.telemetry.hooks import CycleHooks
+
+INSTRUMENTATION: Final = "slot_expiration"
+CYCLE_SPAN: Final = "slot_expiration.cycle"
+BATCH_SPAN: Final = "slot_expiration.batch"
+# A batch touches up to batch_size slots (twice that when topping up past poison
+# rows): its span names at most this many distinct tenants and failed slots.
+MAX_TENANT_IDS: Final = 20
+MAX_FAILURE_EVENTS: Final = 20
+DEFAULT_SERVICE_NAME: Final = "slot-expiration"
+
+
+class TracingConfigError(ValueError):
+    """The OTEL_* variables ask for something this worker cannot do."""
+
+
+@dataclass(slots=True)
+class _Open:
+    span: Span
+    token: object  # the context token that made the span current
+
+
+class TraceHooks:
+    """Records each cycle and batch as spans around the `inner` sinks."""
+
+    def __init__(self, inner: CycleHooks, tracer: Tracer) -> None:
+        self._inner = inner
+        self._tracer = tracer
+        self._cycles: dict[UUID, _Open] = {}
+        self._batches: dict[UUID, _Open] = {}
+
+    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
+        span = self._tracer.start_span(
+            CYCLE_SPAN,
+            attributes={
+                "correlation_id": str(run_id),
+                "slot_expiration.run_id": str(run_id),
+                "slot_expiration.as_of": as_of.isoformat(),
+            },
+        )
+        self._cycles[run_id] = _Open(span, context.attach(trace.set_span_in_context(span)))
+        self._inner.cycle_started(run_id, as_of)
+
+    def batch_started(self, run_id: UUID, number: int) -> None:
+        cycle = self._cycles.get(run_id)
+        parent = trace.set_span_in_context(cycle.span) if cycle is not None else None
+        span = self._tracer.start_span(
+            BATCH_SPAN,
+            context=parent,
+            attributes={"slot_expiration.run_id": str(run_id), "slot_expiration.batch": number},
+        )
+        self._batches[run_id] = _Open(span, context.attach(trace.set_span_in_context(span)))
+        self._inner.batch_started(run_id, number)
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        self._inner.batch_completed(run_id, batch)
+        opened = self._batches.pop(run_id, None)
+        if opened is None:
+            return
+        _describe_batch(opened.span, batch)
+        _close(opened)
+
+    def cycle_completed(self, result: CycleResult) -> None:
+        self._close_batch_in_flight(result.run_id, "the cycle ended before the batch did")
+        opened = self._cycles.pop(result.run_id, None)
+        with _current(opened):
+            self._inner.cycle_completed(result)
+        if opened is None:
+            return
+        opened.span.set_attributes(
+            {
+                "slot_expiration.batches": result.batches,
+                "slot_expiration.expired_count": result.expired_count,
+                "slot_expiration.skipped_locked_count": result.skipped_locked_count,
+                "slot_expiration.failed_count": result.failed_count,
+                "slot_expiration.backlog": result.backlog,
+                "slot_expiration.stop_reason": result.stop_reason.value,
+            }
+        )
+        opened.span.set_status(Status(StatusCode.OK))
+        _close(opened)
+
+    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
+        # The batch in flight rolled back: it ends first, and the sinks hear of the
+        # failure under the cycle's own span.
+        self._close_batch_in_flight(run_id, f"rolled back: {type(error).__name__}")
+        opened = self._cycles.pop(run_id, None)
+        with _current(opened):
+            self._inner.cycle_failed(run_id, error, budget_exceeded=budget_exceeded)
+        if opened is None:
+            return
+        reason = "budget_exceeded" if budget_exceeded else "error"
+        opened.span.set_attributes(
+            {"error.type": type(error).__name__, "slot_expiration.failure_reason": reason}
+        )
+        # The type only: a driver's message may quote data or connection details.
+        opened.span.set_status(Status(StatusCode.ERROR, f"{reason}: {type(error).__name__}"))
+        _close(opened)
+
+    def _close_batch_in_flight(self, run_id: UUID, why: str) -> None:
+        """End a batch span the cycle's end cut short, without detaching it.
+
+        The cycle body may run in a task of its own (its hard budget): that task's
+        context made the batch span current and is gone now; in ours, resetting the
+        cycle's own token (next) restores what came before the cycle anyway.
+        """
+        opened = self._batches.pop(run_id, None)
+        if opened is not None:
+            opened.span.set_status(Status(StatusCode.ERROR, why))
+            opened.span.end()
+
+    def tick_skipped(self, skipped_ticks_total: int) -> None:
+        self._inner.tick_skipped(skipped_ticks_total)
+
+    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
+        self._inner.loop_started(interval_seconds, batch_size)
+
+    def loop_stopping(self, cycle_in_flight: bool) -> None:
+        self._inner.loop_stopping(cycle_in_flight)
+
+    def loop_stopped(self) -> None:
+        self._inner.loop_stopped()
+
+
+def _describe_batch(span: Span, batch: BatchResult) -> None:
+    touched = [*batch.expired, *(failure.slot for failure in batch.failures)]
+    tenants = sorted({str(slot.tenant_id) for slot in touched})
+    span.set_attributes(
+        {
+            "slot_expiration.expired_count": batch.expired_count,
+            "slot_expiration.failed_count": batch.failed_count,
+            "slot_expiration.skipped_locked_count": batch.skipped_locked_count,
+            "slot_expiration.tenant_count": len(tenants),
+            "slot_expiration.tenant_ids": tenants[:MAX_TENANT_IDS],
+            "slot_expiration.tenant_ids_truncated": len(tenants) > MAX_TENANT_IDS,
+        }
+    )
+    for failure in batch.failures[:MAX_FAILURE_EVENTS]:
+        span.add_event(
+            "item.failed",
+            {
+                "slot_expiration.slot_id": str(failure.slot.id),
+                "slot_expiration.tenant_id": str(failure.slot.tenant_id),
+                "slot_expiration.sqlstate": failure.sqlstate,
+                "slot_expiration.attempts": failure.attempts,
+            },
+        )
+    span.set_status(Status(StatusCode.OK))
+
+
+def _current(opened: _Open | None) -> AbstractContextManager[object]:
+    """Make the cycle's span current again, whatever a batch left current before it."""
+    if opened is None:
+        return nullcontext()
+    return trace.use_span(opened.span, record_exception=False, set_status_on_exception=False)
+
+
+def _close(opened: _Open) -> None:
+    opened.span.end()
+    context.detach(opened.token)  # type: ignore[arg-type]  # the token attach() returned
+
+
+def add_trace_id(
+    logger: Any, method_name: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """A structlog processor: log lines written inside a recorded span carry its ids."""
+    span_context = trace.get_current_span().get_span_context()
+    if span_context.is_valid:
+        event_dict.setdefault("trace_id", trace.format_trace_id(span_context.trace_id))
+        event_dict.setdefault("span_id", trace.format_span_id(span_context.span_id))
+    return event_dict
+
+
+def otlp_requested(environ: Mapping[str, str]) -> bool:
+    """Whether the standard variables ask for spans to be exported over OTLP."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    exporters = {
+        name.strip().lower() for name in environ.get("OTEL_TRACES_EXPORTER", "").split(",")
+    } - {""}
+    if exporters:
+        return "otlp" in exporters
+    return bool(
+        environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+
+
+def provider_from_environment(environ: Mapping[str, str]) -> TracerProvider | None:
+    """An SDK provider exporting over OTLP/HTTP when the environment asks, else None."""
+    if not otlp_requested(environ):
+        return None
+    protocol = environ.get(
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "")
+    )
+    if protocol.strip() not in ("", "http/protobuf"):
+        raise TracingConfigError(
+            f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol.strip()} is not supported: "
+            "this worker exports traces over OTLP http/protobuf"
+        )
+    service = environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME
+    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
+    # The exporter reads its endpoint, headers and timeout from OTEL_EXPORTER_OTLP_*.
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return provider
+
+
+@contextmanager
+def tracing(environ: Mapping[str, str] | None = None) -> Iterator[Tracer]:
+    """The tracer for the process's cycles; spans still buffered are flushed at the end."""
+    provider = provider_from_environment(os.environ if environ is None else environ)
+    if provider is None:
+        yield trace.NoOpTracer()
+        return
+    try:
+        yield provider.get_tracer(INSTRUMENTATION)
+    finally:
+        provider.shutdown()

@@ -1,0 +1,83 @@
+"""The worker's telemetry beside its logs: metrics, liveness, readiness, traces, endpoint."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Final
+
+import structlog
+from opentelemetry.trace import Tracer
+
+from slot_expiration.options import WorkerOptions, url_secrets
+from slot_expiration.store.migrate import head_revision
+from slot_expiration.store.status_store import StatusStore
+from slot_expiration.telemetry.endpoints import serving
+from slot_expiration.telemetry.hooks import CycleHooks, FanOutHooks
+from slot_expiration.telemetry.liveness import Liveness
+from slot_expiration.telemetry.logs import Event
+from slot_expiration.telemetry.metrics import MetricsHooks
+from slot_expiration.telemetry.readiness import Readiness
+from slot_expiration.telemetry.traces import TraceHooks
+
+# The readiness probe's sessions: never counted as worker sessions by `status`.
+PROBE_APPLICATION_NAME: Final = "slot-expiration-probe"
+PROBE_TIMEOUT_SECONDS: Final = 5.0
+
+Announce = Callable[[str], None]
+
+
+def readiness_for(options: WorkerOptions) -> Readiness:
+    url = options.require_database_url()
+
+    async def schema_revision() -> str | None:
+        async with StatusStore.connect(url, PROBE_APPLICATION_NAME, PROBE_TIMEOUT_SECONDS) as store:
+            return await store.schema_revision()
+
+    return Readiness(schema_revision, head_revision(), PROBE_TIMEOUT_SECONDS, url_secrets(url))
+
+
+@dataclass(frozen=True, slots=True)
+class Observability:
+    """What `run` records and serves besides its logs."""
+
+    metrics: MetricsHooks
+    liveness: Liveness
+    readiness: Readiness
+    tracer: Tracer
+
+    @classmethod
+    def for_worker(cls, options: WorkerOptions, tracer: Tracer) -> Observability:
+        return cls(
+            metrics=MetricsHooks(),
+            liveness=Liveness(options.interval_seconds, options.max_cycle_seconds),
+            readiness=readiness_for(options),
+            tracer=tracer,
+        )
+
+    def hooks(self, sinks: Sequence[CycleHooks]) -> CycleHooks:
+        """`sinks` plus metrics and liveness, all inside each cycle's span."""
+        return TraceHooks(FanOutHooks([*sinks, self.metrics, self.liveness]), self.tracer)
+
+    @asynccontextmanager
+    async def endpoint(self, options: WorkerOptions) -> AsyncIterator[str | None]:
+        """Serve /metrics, /healthz and /readyz while the block runs; yields the base URL
+        (None when the endpoint is turned off)."""
+        address = options.metrics_address
+        if address is None:
+            yield None
+            return
+        async with serving(
+            address, self.metrics.exposition, self.liveness.report, self.readiness.report
+        ) as url:
+            yield url
+
+
+def announce(url: str | None, on_serving: Announce | None = None) -> None:
+    """Log where the endpoint listens (and tell `on_serving`), once the worker is sure to run."""
+    if url is None:
+        return
+    structlog.get_logger("slot_expiration").info(Event.ENDPOINT_SERVING, url=url)
+    if on_serving is not None:
+        on_serving(url)

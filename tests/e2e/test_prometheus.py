@@ -1,0 +1,98 @@
+"""A real Prometheus scrapes a running worker: the counters read back through its HTTP API,
+the shipped alert rules evaluate, the backlog alert goes pending, the dashboard has data."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.e2e.command import eventually, started
+from tests.e2e.endpoint import endpoint_url
+from tests.e2e.prometheus import Prometheus, prometheus
+from tests.support.dashboard import expressions
+from tests.support.database import SlotDatabase
+from tests.support.promtool import ALERTS
+
+pytestmark = pytest.mark.e2e
+
+DUE, BATCH = 6_000, 500
+WAIT_SECONDS = 45.0
+# Test-side SQL: a backlog of DUE slots that started over the last DUE minutes.
+SEED = """
+INSERT INTO availability_slots
+SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
+       now() - i * interval '1 minute', now() - i * interval '1 minute' + interval '30 minutes',
+       'Available', 1, now() - interval '30 days', now() - interval '30 days'
+FROM generate_series(1, %(due)s) AS i
+"""
+
+
+async def _holds(server: Prometheus, expression: str, expected: float) -> bool:
+    return await server.value(expression) == expected
+
+
+async def test_prometheus_reads_the_counters_and_the_backlog_alert_goes_pending(
+    db: SlotDatabase, secret_url: str, tmp_path: Path
+) -> None:
+    await db.conn.execute(SEED, {"due": DUE})
+    # One cycle at start-up, then none for an hour: the backlog stays at DUE - BATCH.
+    args = ("run", "--interval-seconds", "3600", "--batch-size", str(BATCH))
+    async with started(*args, "--database-url", secret_url) as worker:
+        target = urlsplit(await endpoint_url(worker)).netloc
+        async with prometheus(tmp_path, [target], [ALERTS]) as server:
+            try:
+                await _scraped_and_evaluated(server)
+            except AssertionError as failure:
+                raise AssertionError(
+                    f"{failure}\n--- prometheus log\n{server.describe()}"
+                ) from None
+        worker.send_signal(signal.SIGTERM)
+        done = await worker.wait()
+
+    assert done.returncode == 0, done.describe()
+
+
+async def _scraped_and_evaluated(server: Prometheus) -> None:
+    async def wait(expression: str, expected: float) -> None:
+        await eventually(
+            lambda: _holds(server, expression, expected),
+            f"{expression} == {expected}",
+            WAIT_SECONDS,
+        )
+
+    await wait('up{job="slot-expiration"}', 1)
+    await wait("calendar_slot_expiration_items_total", BATCH)
+    await wait("calendar_slot_expiration_backlog", DUE - BATCH)
+    await wait('calendar_slot_expiration_cycles_total{outcome="success"}', 1)
+
+    async def only_the_backlog_alert_pending() -> bool:
+        alerts = await server.alerts()
+        return set(alerts) == {"SlotExpirationBacklogHigh"} and all(
+            alert["state"] == "pending" for alert in alerts.values()
+        )
+
+    await eventually(only_the_backlog_alert_pending, "the backlog alert pending", WAIT_SECONDS)
+    alert = (await server.alerts())["SlotExpirationBacklogHigh"]
+    assert float(alert["value"]) == DUE - BATCH
+    assert alert["labels"]["severity"] == "warning"
+    assert alert["annotations"]["runbook_url"].startswith("docs/runbooks/slot-expiration.md#")
+
+    groups = (await server.api("rules"))["groups"]
+    rules = {rule["name"]: rule for group in groups for rule in group["rules"]}
+    assert set(rules) == {
+        "SlotExpirationNoSuccessfulCycle",
+        "SlotExpirationBacklogHigh",
+        "SlotExpirationItemErrors",
+    }
+    assert {rule["health"] for rule in rules.values()} == {"ok"}, rules
+
+    for expression in expressions():
+        promql = expression.replace("$__rate_interval", "1m")
+
+        async def has_data(promql: str = promql) -> bool:
+            return bool(await server.query(promql))
+
+        await eventually(has_data, f"dashboard data for {promql}", WAIT_SECONDS)

@@ -1,0 +1,149 @@
+"""`slot-expiration status [--json]`: what the on-call engineer runs first."""
+
+from __future__ import annotations
+
+import json
+import signal
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from slot_expiration.domain import SlotStatus
+from tests.e2e.command import PASSWORD, Running, run_command, started
+from tests.support.database import SlotDatabase
+from tests.support.slots import make_slot
+
+pytestmark = pytest.mark.e2e
+
+
+async def _seed_backlog_and_a_poison_slot(db: SlotDatabase, now: datetime) -> str:
+    """Three due slots, one of which the database refuses to expire, and a future one."""
+    poison = make_slot(timedelta(hours=-3), as_of=now)
+    await db.insert(
+        [
+            poison,
+            make_slot(timedelta(minutes=-10), as_of=now),
+            make_slot(timedelta(minutes=-5), as_of=now),
+            make_slot(timedelta(hours=-1), SlotStatus.BOOKED, as_of=now),
+            make_slot(timedelta(hours=4), as_of=now),
+        ]
+    )
+    await db.install_poison_trigger([poison.id], "P0001")
+    return str(poison.id)
+
+
+async def test_status_json_reports_counts_backlog_oldest_sessions_failures_and_index(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    now = datetime.now(UTC)
+    poison = await _seed_backlog_and_a_poison_slot(db, now)
+    once = await run_command("once", "--batch-size", "1", "--database-url", secret_url)
+    assert once.returncode == 0, once.describe()
+
+    done = await run_command("status", "--json", "--database-url", secret_url)
+
+    assert done.returncode == 0, done.describe()
+    assert done.stderr == ""
+    report = json.loads(done.stdout)
+    assert report["schema"] == {"revision": "0002", "latest": "0002", "up_to_date": True}
+    assert report["counts"] == {"Available": 3, "Booked": 1, "Expired": 1, "Archived": 0}
+    assert report["backlog"] == {"count": 2, "capped": False, "cap": 100_000}
+    oldest = report["oldest_overdue"]
+    assert (oldest["slot_id"], oldest["quarantined"]) == (poison, True)
+    assert 3 * 3600 <= oldest["age_seconds"] < 3 * 3600 + 120
+    assert report["worker_sessions"]["count"] == 0
+    (failed,) = report["failed_slots"]["shown"]
+    assert report["failed_slots"]["total"] == 1
+    assert (failed["slot_id"], failed["attempts"], failed["sqlstate"]) == (poison, 1, "P0001")
+    assert failed["message"] == "slot refuses to expire"
+    assert report["index"]["name"] == "ix_availability_slots_status_start"
+    assert (report["index"]["exists"], report["index"]["valid"]) == (True, True)
+    assert PASSWORD not in done.stdout
+
+
+async def test_status_text_shows_each_section_on_its_own_line(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    now = datetime.now(UTC)
+    poison = await _seed_backlog_and_a_poison_slot(db, now)
+    await run_command("once", "--batch-size", "1", "--database-url", secret_url)
+
+    done = await run_command("status", "--database-url", secret_url)
+
+    assert done.returncode == 0, done.describe()
+    lines = done.stdout.splitlines()
+    labels = [line.split()[0] for line in lines[1:] if not line.startswith(" ")]
+    assert labels == ["schema", "slots", "backlog", "oldest", "worker", "failed", "index"]
+    text = done.stdout
+    assert "slots          Available 3, Booked 1, Expired 1, Archived 0" in text
+    assert "backlog        2 Available slots have started" in text
+    assert f"ago: slot {poison} of tenant" in text
+    assert "failed slots   1 in quarantine, still Available" in text
+    assert f"  slot {poison} of tenant" in text
+    assert "SQLSTATE P0001: slot refuses to expire" in text
+    assert "index          ix_availability_slots_status_start: present, valid" in text
+
+
+async def test_status_lists_the_worker_sessions_connected_now(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    now = datetime.now(UTC)
+    await db.insert([make_slot(timedelta(minutes=-1), as_of=now) for _ in range(3)])
+    await db.install_gate_trigger()
+    await db.close_gate()
+
+    async with started("run", "--interval-seconds", "3600", "--database-url", secret_url) as worker:
+        await _cycle_waiting_on_the_gate(db, worker)
+        done = await run_command("status", "--json", "--database-url", secret_url)
+        await db.open_gate()
+        worker.send_signal(signal.SIGTERM)
+        await worker.wait()
+
+    sessions = json.loads(done.stdout)["worker_sessions"]
+    assert sessions["count"] == 1
+    (session,) = sessions["sessions"]
+    assert session["state"] == "active"
+    assert (session["wait_event_type"], session["wait_event"]) == ("Lock", "advisory")
+    assert session["xact_start"] is not None
+
+
+async def _cycle_waiting_on_the_gate(db: SlotDatabase, worker: Running) -> None:
+    async def waiting() -> bool:
+        return await db.worker_sessions(waiting_on_gate=True) == 1
+
+    await worker.until(waiting, "the cycle waiting on the gate")
+
+
+async def test_status_on_a_database_never_migrated_says_to_migrate_and_exits_1(
+    empty_database_url: str,
+) -> None:
+    done = await run_command("status", "--database-url", empty_database_url)
+
+    assert done.returncode == 1, done.describe()
+    assert done.stdout == ""
+    assert done.stderr == (
+        "slot-expiration: error: the schema is missing or out of date: "
+        "run `slot-expiration migrate` first\n"
+    )
+
+
+async def test_status_on_an_unreachable_database_is_one_line_exit_1_without_the_password(
+    closed_port: int,
+) -> None:
+    url = f"postgresql://calendar:{PASSWORD}@127.0.0.1:{closed_port}/calendar"
+
+    done = await run_command("status", "--json", "--database-url", url)
+
+    assert done.returncode == 1, done.describe()
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1
+    assert done.stderr.startswith("slot-expiration: error: cannot connect to the database")
+    assert PASSWORD not in done.stderr
+
+
+async def test_status_without_a_database_url_is_a_usage_error() -> None:
+    done = await run_command("status")
+
+    assert done.returncode == 2, done.describe()
+    assert "no database URL" in done.stderr
+    assert len(done.stderr.splitlines()) == 1

@@ -1,0 +1,36 @@
+"""Running Prometheus's promtool (Debian's `prometheus` package) from tests."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+TIMEOUT_SECONDS = 60
+REPOSITORY = Path(__file__).resolve().parents[2]
+ALERTS = REPOSITORY / "deploy" / "prometheus" / "alerts.yml"
+ALERTS_TEST = REPOSITORY / "deploy" / "prometheus" / "alerts_test.yml"
+DASHBOARD = REPOSITORY / "deploy" / "grafana" / "calendar-overview.json"
+RUNBOOK = REPOSITORY / "docs" / "runbooks" / "slot-expiration.md"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    returncode: int
+    output: str
+
+
+def promtool(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> Outcome:
+    binary = shutil.which("promtool")
+    assert binary is not None, "promtool is missing: ./scripts/test installs it (prometheus)"
+    done = subprocess.run(
+        [binary, *args],
+        input=stdin,
+        capture_output=True,
+        timeout=TIMEOUT_SECONDS,
+        cwd=cwd,
+        check=False,
+    )
+    output = (done.stdout + done.stderr).decode(errors="replace")
+    return Outcome(done.returncode, output)

@@ -1,0 +1,95 @@
+"""deploy/prometheus/alerts.yml: valid, named as the issue says, and shown firing and not firing
+by `promtool test rules` (deploy/prometheus/alerts_test.yml)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.promtool import ALERTS, ALERTS_TEST, REPOSITORY, RUNBOOK, promtool
+
+ALERT_NAMES = (
+    "SlotExpirationNoSuccessfulCycle",
+    "SlotExpirationBacklogHigh",
+    "SlotExpirationItemErrors",
+)
+
+
+def _rules() -> dict[str, dict[str, Any]]:
+    document = yaml.safe_load(ALERTS.read_text(encoding="utf-8"))
+    return {rule["alert"]: rule for group in document["groups"] for rule in group["rules"]}
+
+
+def _runbook_anchors() -> set[str]:
+    """GitHub's anchors of the runbook's headings."""
+    headings = re.findall(r"^#+ (.+)$", RUNBOOK.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def test_promtool_accepts_the_rule_file() -> None:
+    checked = promtool("check", "rules", str(ALERTS))
+
+    assert checked.returncode == 0, checked.output
+    assert "SUCCESS: 3 rules found" in checked.output
+
+
+def test_the_three_alerts_are_named_exactly_as_the_issue_gives_them() -> None:
+    assert tuple(_rules()) == ALERT_NAMES
+
+
+@pytest.mark.parametrize("name", ALERT_NAMES)
+def test_each_alert_has_a_severity_and_a_runbook_url_into_the_runbook(name: str) -> None:
+    rule = _rules()[name]
+
+    assert rule["labels"]["severity"] == rule["annotations"]["severity"] == "warning"
+    path, _, anchor = rule["annotations"]["runbook_url"].partition("#")
+    assert (REPOSITORY / path) == RUNBOOK
+    assert anchor in _runbook_anchors()
+
+
+def test_promtool_rule_tests_show_each_alert_firing_and_not_firing() -> None:
+    tested = promtool("test", "rules", ALERTS_TEST.name, cwd=ALERTS_TEST.parent)
+
+    assert tested.returncode == 0, tested.output
+    cases = yaml.safe_load(ALERTS_TEST.read_text(encoding="utf-8"))["tests"]
+    checks = [check for case in cases for check in case["alert_rule_test"]]
+    for name in ALERT_NAMES:
+        outcomes = [bool(c["exp_alerts"]) for c in checks if c["alertname"] == name]
+        assert True in outcomes, f"no test shows {name} firing"
+        assert False in outcomes, f"no test shows {name} not firing"
+
+
+# A weakened or broken rule must make the rule tests fail: they really discriminate.
+MUTATIONS = {
+    "no-success threshold of 2 hours": ("> 1800", "> 7200"),
+    "no-success without the no-replica branch": (
+        "\n          or\n          absent_over_time(",
+        "\n          and\n          absent_over_time(",
+    ),
+    "no-success over live replicas only": (
+        "max(max_over_time(calendar_slot_expiration_last_success_timestamp_seconds[1h]))",
+        "max(calendar_slot_expiration_last_success_timestamp_seconds)",
+    ),
+    "backlog threshold of 10000": ("> 5000", "> 10000"),
+    "backlog not sustained": ("    for: 15m", "    for: 0m"),
+    "errors over a window shorter than the backoff": ("[75m]", "[30m]"),
+    "errors not sustained": ("    for: 90m", "    for: 10m"),
+}
+
+
+@pytest.mark.parametrize(("old", "new"), MUTATIONS.values(), ids=MUTATIONS.keys())
+def test_the_rule_tests_fail_when_a_rule_is_weakened(tmp_path: Path, old: str, new: str) -> None:
+    original = ALERTS.read_text(encoding="utf-8")
+    assert original.count(old) == 1, f"mutation target {old!r} is not once in alerts.yml"
+    (tmp_path / ALERTS.name).write_text(original.replace(old, new, 1), encoding="utf-8")
+    shutil.copy(ALERTS_TEST, tmp_path / ALERTS_TEST.name)
+    assert promtool("check", "rules", str(tmp_path / ALERTS.name)).returncode == 0
+
+    tested = promtool("test", "rules", ALERTS_TEST.name, cwd=tmp_path)
+
+    assert tested.returncode != 0, tested.output

@@ -1,0 +1,74 @@
+"""Readiness: ready only when the database answers and the schema is at the newest revision."""
+
+from __future__ import annotations
+
+import asyncio
+
+from slot_expiration.store.errors import SchemaMissingError, StoreConnectError
+from slot_expiration.telemetry.readiness import Readiness
+
+LATEST = "0002"
+
+
+def _answering(revision: str | None) -> Readiness:
+    async def schema_revision() -> str | None:
+        return revision
+
+    return Readiness(schema_revision, LATEST)
+
+
+def _raising(error: Exception, secrets: tuple[str, ...] = ()) -> Readiness:
+    async def schema_revision() -> str | None:
+        raise error
+
+    return Readiness(schema_revision, LATEST, secrets=secrets)
+
+
+async def test_a_database_at_the_newest_revision_is_ready() -> None:
+    report = await _answering(LATEST).report()
+
+    assert report.ready
+    assert report.as_json() == {
+        "ready": True,
+        "detail": "database answers, schema up to date",
+        "schema_revision": LATEST,
+        "latest_revision": LATEST,
+    }
+
+
+async def test_a_schema_behind_the_newest_revision_is_not_ready_and_says_to_migrate() -> None:
+    report = await _answering("0001").report()
+
+    assert not report.ready
+    assert report.schema_revision == "0001"
+    assert "the schema is at 0001, the newest is 0002" in report.detail
+    assert "slot-expiration migrate" in report.detail
+
+
+async def test_a_database_never_migrated_is_not_ready() -> None:
+    report = await _raising(SchemaMissingError()).report()
+
+    assert not report.ready
+    assert "the schema is missing" in report.detail
+
+
+async def test_a_database_that_refuses_us_is_not_ready_and_the_password_is_not_shown() -> None:
+    error = StoreConnectError('password "hunter2" authentication failed for user "calendar"')
+
+    report = await _raising(error, secrets=("hunter2",)).report()
+
+    assert not report.ready
+    assert report.detail == 'database: password "***" authentication failed for user "calendar"'
+
+
+async def test_a_database_that_does_not_answer_in_time_is_not_ready() -> None:
+    never = asyncio.Event()
+
+    async def schema_revision() -> str | None:
+        await never.wait()
+        return LATEST
+
+    report = await Readiness(schema_revision, LATEST, timeout_seconds=0.01).report()
+
+    assert not report.ready
+    assert report.detail == "the database did not answer within 0.01 s"
