@@ -99,6 +99,12 @@ def test_the_command_that_reproduces_a_run_hides_the_password() -> None:
     )
 
 
+def test_the_command_names_the_workers_prepared_statements_when_asked_for() -> None:
+    options = BenchOptions(Mode.QUICK, tuple(Section), DEFAULT_JSON_OUT, None, True)
+
+    assert reproduce_command(options) == "slot-expiration bench --quick --prepared-statements"
+
+
 def test_the_command_of_a_default_run_is_the_bare_command() -> None:
     options = BenchOptions(Mode.DEFAULT, tuple(Section), DEFAULT_JSON_OUT, None)
 

@@ -5,8 +5,8 @@ cycle of N batches and N bare batches, the order swapped every round so that
 the table's slow drift (dead tuples of the rows expired so far) weighs on both
 alike. The worker's default mode, one batch per cycle on a fresh session, is
 timed too, batch and whole cycle, and so is opening a session. Within a cycle,
-the first batches are set apart from the later ones: psycopg prepares a
-statement server-side once a session has run it PREPARE_THRESHOLD times.
+the first batch (on a new server session, its caches cold) is set apart from
+the later ones (where, with --prepared-statements, the statement is prepared).
 A third series sends the worker's own statement alone, in autocommit, one round
 trip like the bare one: it splits the worker's distance from the floor into
 what its SQL costs and what its transaction and code around the SQL cost.
@@ -26,11 +26,9 @@ from slot_expiration.bench.timing import (
     bare_batches,
     session_open_ms,
     worker_cycle,
-    worker_options,
     worker_statement,
 )
 
-PREPARE_THRESHOLD = 5  # psycopg's default prepare_threshold
 SESSIONS_TIMED = 20
 
 
@@ -44,8 +42,8 @@ class BatchComparison:
     p95_ratio: float | None
     single_batch: Distribution  # ms of the batch of a default (one-batch) cycle
     single_cycle: Distribution  # ms of that whole cycle: connect, purge, batch, backlog count
-    early_batches: Distribution  # worker batches 1..PREPARE_THRESHOLD of their cycle
-    later_batches: Distribution | None  # the batches after those
+    first_batches: Distribution  # the first batch of each worker cycle
+    later_batches: Distribution | None  # the batches after it
     session_open: Distribution  # ms to open (and close) a session like the worker's
     rounds: int
     batches_per_round: int
@@ -71,13 +69,13 @@ async def measure_batches(ctx: BenchContext) -> BatchComparison:
         paired_ms.append(paired.ms)
     ctx.progress(f"a. {plan.single_batch_cycles} default cycles of one batch")
     single = BatchRecorder()
-    one_batch = worker_options(ctx.url, size, 1)
+    one_batch = ctx.worker_options(1)
     for _ in range(plan.single_batch_cycles):
         await worker_cycle(one_batch, ctx.as_of, single)
     _require_full(ctx, [b.expired_count for b in single.batches])
     worker, bare = Distribution.of(recorder.batch_ms()), Distribution.of(bare_ms)
-    early = [b.duration_ms for b in recorder.batches if b.number <= PREPARE_THRESHOLD]
-    later = [b.duration_ms for b in recorder.batches if b.number > PREPARE_THRESHOLD]
+    first = [b.duration_ms for b in recorder.batches if b.number == 1]
+    later = [b.duration_ms for b in recorder.batches if b.number > 1]
     return BatchComparison(
         worker=worker,
         bare=bare,
@@ -87,7 +85,7 @@ async def measure_batches(ctx: BenchContext) -> BatchComparison:
         p95_ratio=ratio(worker.p95, bare.p95),
         single_batch=Distribution.of(single.batch_ms()),
         single_cycle=Distribution.of([c.duration_ms for c in single.cycles]),
-        early_batches=Distribution.of(early),
+        first_batches=Distribution.of(first),
         later_batches=Distribution.of(later) if later else None,
         session_open=Distribution.of(await session_open_ms(ctx.url, SESSIONS_TIMED)),
         rounds=plan.batch_rounds,
@@ -102,7 +100,7 @@ async def alternate(
 ) -> tuple[BatchRecorder, list[float]]:
     """Rounds of one worker drain cycle of `batches` batches and as many bare batches,
     the worker first in the first round, then turn about; every batch must be full."""
-    drain = worker_options(ctx.url, ctx.plan.batch_size, batches)
+    drain = ctx.worker_options(batches)
     recorder, bare_ms = BatchRecorder(), []
     for number in range(rounds):
         if number % 2:

@@ -26,13 +26,11 @@ from slot_expiration.bench.pgbench import (
     run_pgbench,
 )
 from slot_expiration.bench.processes import (
-    drain_once_args,
     event_time,
     once_summary,
     worker_process,
 )
 from slot_expiration.bench.stats import Distribution, rate, ratio
-from slot_expiration.bench.timing import DRAIN_BUDGET_SECONDS
 from slot_expiration.store.bench_store import booking_statements
 
 LOCK_TIMEOUT_SECONDS = 2.0  # the worker's default
@@ -126,9 +124,7 @@ async def _beside_worker(ctx: BenchContext, settings: PgbenchSettings) -> tuple[
     bookings = asyncio.create_task(run_pgbench(ctx.url, script, settings))
     try:
         await asyncio.sleep(ctx.plan.booking.warmup_seconds)  # bookings reach their pace
-        args = drain_once_args(
-            ctx.url, ctx.as_of, ctx.plan.batch_size, DRAIN_BUDGET_SECONDS, LOCK_TIMEOUT_SECONDS
-        )
+        args = ctx.drain_once_args(LOCK_TIMEOUT_SECONDS)
         async with worker_process(*args) as worker:
             await worker.wait()
         logged = await bookings

@@ -10,7 +10,9 @@ from datetime import datetime
 from typing import TextIO
 
 from slot_expiration.bench.plan import BenchPlan
+from slot_expiration.bench.timing import DRAIN_BUDGET_SECONDS, worker_options
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
+from slot_expiration.options import WorkerOptions
 from slot_expiration.store.bench_store import BenchStore
 
 
@@ -37,7 +39,34 @@ class BenchContext:
     plan: BenchPlan
     store: BenchStore  # an autocommit session of the benchmark's own
     progress: Progress
+    prepared_statements: bool = False  # the worker's --prepared-statements
     plans: dict[str, str] = field(default_factory=dict)  # EXPLAIN ANALYZE texts, by occasion
+
+    def worker_options(self, max_batches: int) -> WorkerOptions:
+        return worker_options(self.url, self.plan.batch_size, max_batches, self.prepared_statements)
+
+    def drain_once_args(self, lock_timeout_seconds: float) -> tuple[str, ...]:
+        """`once` draining the whole backlog due at AsOf in one cycle, its result as JSON."""
+        args = (
+            "once",
+            "--json",
+            "--as-of", self.as_of.isoformat(),
+            "--max-batches-per-cycle", "0",
+            "--lock-timeout-seconds", f"{lock_timeout_seconds:g}",
+        )  # fmt: skip
+        return (*args, *self.worker_flags())
+
+    def worker_flags(self) -> tuple[str, ...]:
+        """The flags every worker process of the run gets (none from the environment)."""
+        prepared = (
+            "--prepared-statements" if self.prepared_statements else "--no-prepared-statements"
+        )
+        return (
+            "--database-url", self.url,
+            "--batch-size", str(self.plan.batch_size),
+            "--max-cycle-seconds", f"{DRAIN_BUDGET_SECONDS:g}",
+            prepared,
+        )  # fmt: skip
 
     async def explain(self, occasion: str, statement: str) -> None:
         """Keep the executed plan of a named statement (its changes rolled back)."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from slot_expiration.bench.context import BenchContext, BenchError
 from slot_expiration.bench.dataset import restore_backlog
 from slot_expiration.bench.stats import rate, ratio
-from slot_expiration.bench.timing import BatchRecorder, bare_batch, worker_cycle, worker_options
+from slot_expiration.bench.timing import BatchRecorder, bare_batch, worker_cycle
 from slot_expiration.cycle import StopReason
 
 # Batches at the start and at the end of a drain, to show how a batch's cost moves
@@ -57,7 +57,7 @@ async def _with_wal(ctx: BenchContext, drain: Awaitable[DrainRun]) -> DrainRun:
 
 
 async def _worker_drain(ctx: BenchContext) -> DrainRun:
-    options = worker_options(ctx.url, ctx.plan.batch_size, 0)
+    options = ctx.worker_options(0)
     recorder = BatchRecorder()
     started = time.perf_counter()
     while True:  # one cycle drains it all, unless its budget runs out first

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from slot_expiration.bench.context import BenchContext, BenchError
 from slot_expiration.bench.memory import Resident, resident
 from slot_expiration.bench.processes import WorkerProcess, worker_process
-from slot_expiration.bench.timing import DRAIN_BUDGET_SECONDS
 
 SAMPLE_SECONDS = 0.02
 INTERVAL_SECONDS = 1.0  # the worker's tick while it is watched
@@ -57,13 +56,13 @@ async def measure_memory(ctx: BenchContext) -> MemoryProfile:
 
 
 def _run_args(ctx: BenchContext) -> tuple[str, ...]:
+    """`run` as deployed, draining; its endpoint on a port of its own choosing."""
     return (
         "run",
-        "--database-url", ctx.url,
-        "--batch-size", str(ctx.plan.batch_size),
         "--max-batches-per-cycle", "0",
-        "--max-cycle-seconds", f"{DRAIN_BUDGET_SECONDS:g}",
         "--interval-seconds", f"{INTERVAL_SECONDS:g}",
+        "--metrics-addr", "127.0.0.1:0",
+        *ctx.worker_flags(),
     )  # fmt: skip
 
 

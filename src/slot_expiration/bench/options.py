@@ -26,21 +26,24 @@ class BenchOptions:
     sections: tuple[Section, ...]
     json_out: Path
     database_url: str | None  # None: a private embedded server
+    prepared_statements: bool = False  # the worker's own option, passed on to it
 
 
-def bench_options(
+def bench_options(  # noqa: PLR0913 - one keyword per option of the command
     *,
     quick: bool,
     full: bool,
     sections: str | None,
     json_out: str | None,
     database_url: str | None,
+    prepared_statements: bool = False,
 ) -> BenchOptions:
     return BenchOptions(
         mode=choose_mode(quick=quick, full=full),
         sections=parse_sections(sections),
         json_out=check_json_out(json_out),
         database_url=check_url(database_url),
+        prepared_statements=prepared_statements,
     )
 
 
@@ -96,6 +99,8 @@ def reproduce_command(options: BenchOptions) -> str:
         parts.append(f"--{options.mode.value}")
     if options.sections != tuple(Section):
         parts += ["--sections", ",".join(section.value for section in options.sections)]
+    if options.prepared_statements:
+        parts.append("--prepared-statements")
     if options.database_url is not None:
         parts += ["--database-url", f"'{redact_url(options.database_url)}'"]
     if options.json_out != DEFAULT_JSON_OUT:

@@ -19,12 +19,10 @@ from slot_expiration.bench.context import BenchContext, BenchError
 from slot_expiration.bench.dataset import restore_backlog
 from slot_expiration.bench.processes import (
     WorkerProcess,
-    drain_once_args,
     once_summary,
     worker_process,
 )
 from slot_expiration.bench.stats import rate
-from slot_expiration.bench.timing import DRAIN_BUDGET_SECONDS
 from slot_expiration.store.bench_store import BenchStore
 
 GATE_WAIT_SECONDS = 120.0
@@ -55,9 +53,7 @@ async def measure_parallel(ctx: BenchContext) -> list[ParallelDrain]:
 async def _drain_with(ctx: BenchContext, processes: int) -> ParallelDrain:
     backlog = await restore_backlog(ctx.store, ctx.as_of)
     ctx.progress(f"c. {processes} worker process(es) draining {backlog:,} rows")
-    args = drain_once_args(
-        ctx.url, ctx.as_of, ctx.plan.batch_size, DRAIN_BUDGET_SECONDS, GATE_WAIT_SECONDS
-    )
+    args = ctx.drain_once_args(GATE_WAIT_SECONDS)
     async with AsyncExitStack() as stack:
         # The gate is held on a session of its own: inside its transaction,
         # pg_stat_activity would show one frozen snapshot.

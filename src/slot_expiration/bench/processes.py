@@ -134,22 +134,6 @@ async def worker_process(*args: str) -> AsyncIterator[WorkerProcess]:
         await worker.close()
 
 
-def drain_once_args(
-    url: str, as_of: datetime, batch_size: int, budget_seconds: float, lock_timeout_seconds: float
-) -> tuple[str, ...]:
-    """`once` draining the whole backlog due at `as_of` in one cycle, its result as JSON."""
-    return (
-        "once",
-        "--json",
-        "--database-url", url,
-        "--as-of", as_of.isoformat(),
-        "--batch-size", str(batch_size),
-        "--max-batches-per-cycle", "0",
-        "--max-cycle-seconds", f"{budget_seconds:g}",
-        "--lock-timeout-seconds", f"{lock_timeout_seconds:g}",
-    )  # fmt: skip
-
-
 def once_summary(worker: WorkerProcess) -> dict[str, Any]:
     """The JSON object `once --json` printed."""
     for line in reversed(worker.stdout_lines):

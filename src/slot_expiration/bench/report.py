@@ -54,6 +54,7 @@ class RunFacts:
     server_version: str
     server_settings: dict[str, str]
     table: LoadedTable | None  # the table of sections a-d and f, as loaded
+    prepared_statements: bool  # the worker's --prepared-statements
     checkpoint_before_sections: bool  # False: the role may not CHECKPOINT (a given database)
     load_before_run: tuple[float, float, float]  # 1, 5, 15 minutes: the machine's own load
     cpu_busy_before_run: float  # share of all CPUs busy (others' work) just before the run
@@ -103,11 +104,13 @@ def growth_target_value(growth: Growth | None) -> tuple[float | None, str]:
 
 def render_markdown(report: BenchReport) -> str:
     facts = report.facts
+    prepared = "on" if facts.prepared_statements else "off"
     lines = [
         f"## slot-expiration bench ({facts.mode})",
         "",
         f"`{facts.command}` on {facts.database} (PostgreSQL {facts.server_version}), "
-        f"{facts.cpus} CPUs, {facts.seconds:.0f} s, started {facts.started_at}.",
+        f"{facts.cpus} CPUs, {facts.seconds:.0f} s, started {facts.started_at}; the worker's "
+        f"server-side prepared statements {prepared}.",
         "",
         _row(HEADER),
         _row(tuple("---" for _ in HEADER)),
@@ -190,8 +193,8 @@ def _batch_rows(a: BatchComparison, check: TargetCheck) -> Iterator[Row]:
     later = f" / {a.later_batches.median:.2f}" if a.later_batches else ""
     yield (
         "a. one batch of 500",
-        "worker batch by place in its cycle: 1st-5th / 6th on (median ms)",
-        f"{a.early_batches.median:.2f}{later}",
+        "worker batch by place in its cycle: 1st / later (median ms)",
+        f"{a.first_batches.median:.2f}{later}",
         f"opening a session {a.session_open.median:.2f} ms",
         DASH,
         DASH,

@@ -64,7 +64,9 @@ class BatchRecorder:
         return [batch.duration_ms for batch in self.batches]
 
 
-def worker_options(url: str, batch_size: int, max_batches: int) -> WorkerOptions:
+def worker_options(
+    url: str, batch_size: int, max_batches: int, prepared_statements: bool = False
+) -> WorkerOptions:
     """The worker's options as a deployment would set them for a drain (none from the
     environment): the given batch size and batches per cycle, a budget the drain fits in."""
     return load_options(
@@ -73,6 +75,7 @@ def worker_options(url: str, batch_size: int, max_batches: int) -> WorkerOptions
         batch_size=batch_size,
         max_batches_per_cycle=max_batches,
         max_cycle_seconds=DRAIN_BUDGET_SECONDS,
+        prepared_statements=prepared_statements,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -43,18 +43,19 @@ if TYPE_CHECKING:
     f"{BENCH_SCHEMA} is created, filled with up to millions of slots, and dropped at the end. "
     "Read from this flag only, never from the environment.",
 )
-def bench(
-    quick: bool, full: bool, sections: str | None, json_out: str | None, database_url: str | None
-) -> None:
+@click.option(
+    "--prepared-statements",
+    is_flag=True,
+    help="Run the worker with its --prepared-statements (server-side prepared statements).",
+)
+def bench(**given: Any) -> None:
     """Benchmark the worker: a. one batch vs the bare statement, b. a drain, c. 1/2/4
     processes, d. booking latency beside a drain (pgbench), e. growth to 10M slots, f. memory.
 
     Targets are printed next to the results, met or not.
     """
     try:
-        options = bench_options(
-            quick=quick, full=full, sections=sections, json_out=json_out, database_url=database_url
-        )
+        options = bench_options(**given)
     except BenchOptionsError as exc:
         fail(str(exc), ExitCode.USAGE, input_secrets())
     if options.database_url is not None:

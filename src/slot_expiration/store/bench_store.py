@@ -78,8 +78,13 @@ class BenchStore:
     @asynccontextmanager
     async def connect(cls, database_url: str) -> AsyncIterator[Self]:
         try:
+            # No server-side prepared statements, like the worker's sessions by default:
+            # the floor does not move with psycopg's own choice of when to prepare.
             conn = await psycopg.AsyncConnection.connect(
-                database_url, autocommit=True, application_name=BENCH_APPLICATION_NAME
+                database_url,
+                autocommit=True,
+                application_name=BENCH_APPLICATION_NAME,
+                prepare_threshold=None,
             )
         except psycopg.Error as exc:
             raise StoreConnectError(first_line(exc)) from exc
