@@ -81,6 +81,8 @@ async def _point(ctx: BenchContext, slots: int) -> GrowthPoint:
         await store.checkpoint()
         ctx.progress(f"e. {slots:,} slots: vacuumed")
         vacuumed = await _phase(ctx)
+        for statement in ("expire_batch", "bench_bare_batch"):
+            await ctx.explain(f"{slots:,} slots, after VACUUM", statement)
     finally:
         await store.autovacuum(enabled=True)
     return GrowthPoint(

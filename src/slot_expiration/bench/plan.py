@@ -60,8 +60,9 @@ class GrowthPlan:
     tenants: int
 
     def reserve(self, batch_size: int) -> int:
-        """Due rows the three measured phases consume (clean, dead, vacuumed)."""
-        return 3 * self.rounds * 2 * self.batches * batch_size
+        """Due rows the three measured phases consume (clean, dead, vacuumed), and one
+        batch more, so that the plan read after the last phase still has rows to take."""
+        return (3 * self.rounds * 2 * self.batches + 1) * batch_size
 
     def shape(self, slots: int, batch_size: int) -> TableShape:
         due = round(slots * self.dead_share) + self.reserve(batch_size)
