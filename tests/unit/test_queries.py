@@ -20,7 +20,7 @@ USED_BY_SLOT_STORE = (
 )
 
 
-SQL_FILES = ("queries.sql", "operations.sql")
+SQL_FILES = ("queries.sql", "operations.sql", "slot_context.sql")
 
 
 def _names_declared_in(file_name: str) -> list[str]:
