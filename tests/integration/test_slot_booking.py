@@ -121,9 +121,7 @@ async def test_lead_time_0_books_a_slot_up_to_its_start_and_not_after(db: SlotDa
     clock = Clock()
     policy = SlotPolicy(min_lead_time=timedelta(0))
     async with operations(db.url, clock, policy) as ops:
-        at_start, started = await ops.publish(
-            TENANT, CONSULTANT, [in_minutes(60), in_minutes(30)]
-        )
+        at_start, started = await ops.publish(TENANT, CONSULTANT, [in_minutes(60), in_minutes(30)])
         clock.advance(timedelta(minutes=60))
         booked = await ops.book(TENANT, at_start.id)
         with pytest.raises(LeadTimeViolationError):

@@ -127,7 +127,8 @@ async def test_overlaps_within_the_batch_are_all_named_and_nothing_is_written(
     assert refused.value.code == "CAL_SLOT_OVERLAP"
     pairs = [(c.position, c.other_position) for c in refused.value.conflicts]
     assert pairs == [(1, 3), (1, 4), (3, 4)]
-    assert "#1 " in str(refused.value) and "#4 " in str(refused.value)
+    assert "#1 " in str(refused.value)
+    assert "#4 " in str(refused.value)
     assert await db.rows() == {}
 
 
@@ -154,7 +155,8 @@ async def test_every_available_or_booked_slot_in_the_way_is_named_and_nothing_is
         (1, booked, SlotStatus.BOOKED),
         (3, booked, SlotStatus.BOOKED),
     ]
-    assert str(available) in str(refused.value) and str(booked) in str(refused.value)
+    assert str(available) in str(refused.value)
+    assert str(booked) in str(refused.value)
     assert len(await db.rows()) == 3
 
 

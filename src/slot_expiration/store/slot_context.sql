@@ -11,16 +11,16 @@ SELECT pg_advisory_xact_lock(%(lock_class)s, hashtext(%(tenant_id)s::text || '/'
 
 -- name: occupying_slots_in_window
 -- The consultant's slots that take time (Available, Booked) and touch the
--- window of a new batch; served by ix_availability_slots_consultant_occupied_end
--- (every candidate starts in the future, so only slots ending after it count).
+-- window of a new batch, in no particular order; served by
+-- ix_availability_slots_consultant_occupied_end: the batch starts in the
+-- future, so only slots ending after now are read, however long the history.
 SELECT id, tenant_id, consultant_id, start_at, end_at, status, version, created_at, updated_at
 FROM availability_slots
 WHERE tenant_id = %(tenant_id)s
   AND consultant_id = %(consultant_id)s
   AND status = ANY (%(occupying)s::text[])
   AND end_at > %(window_start)s
-  AND start_at < %(window_end)s
-ORDER BY start_at, id;
+  AND start_at < %(window_end)s;
 
 -- name: insert_published_slots
 -- One publication, all or nothing: the rows in the order of the batch.
