@@ -167,6 +167,16 @@ async def test_a_slot_breaking_a_publication_rule_exits_3_with_its_code(
     assert await db.rows() == {}
 
 
+async def test_an_empty_file_exits_3_as_an_empty_batch(db: SlotDatabase, tmp_path: Path) -> None:
+    listing = tmp_path / "none.txt"
+    listing.write_text("# nothing this week\n")
+
+    done = await slots(db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
+                       "--from-file", str(listing))  # fmt: skip
+
+    assert_rejected(done, "CAL_SLOT_BATCH_EMPTY")
+
+
 async def test_the_horizon_is_an_option_and_a_variable(db: SlotDatabase) -> None:
     far = span(24 * 10)
     by_flag = await slots(db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
