@@ -135,6 +135,27 @@ CASES = [
         r"poison_backoff_max_seconds must be at least poison_backoff_seconds",
     ),
     Case(
+        "prepared-statements-maybe-in-env",
+        lambda t: ["once"],
+        USAGE,
+        r"SLOT_EXPIRATION_PREPARED_STATEMENTS",
+        env=lambda t: {
+            "SLOT_EXPIRATION_DATABASE_URL": t.seeded,
+            "SLOT_EXPIRATION_PREPARED_STATEMENTS": "maybe",
+        },
+    ),
+    Case(
+        # A URL pasted into the wrong variable: its error quotes the value, never the password.
+        "url-in-the-batch-size-variable",
+        lambda t: ["once"],
+        USAGE,
+        r"SLOT_EXPIRATION_BATCH_SIZE",
+        env=lambda t: {
+            "SLOT_EXPIRATION_DATABASE_URL": t.seeded,
+            "SLOT_EXPIRATION_BATCH_SIZE": t.seeded,
+        },
+    ),
+    Case(
         "backoff-abc-in-env",
         lambda t: ["once"],
         USAGE,

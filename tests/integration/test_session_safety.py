@@ -140,3 +140,26 @@ async def store_settings(store: SlotStore) -> tuple[str, str, str]:
     row = await cursor.fetchone()
     assert row is not None
     return (row[0], row[1], row[2])
+
+
+@pytest.mark.parametrize(("wanted", "prepared"), [(False, 0), (True, 1)])
+async def test_statements_are_prepared_on_the_server_only_when_asked(
+    db: SlotDatabase, wanted: bool, prepared: int
+) -> None:
+    await db.insert(past_slots(30))
+    limits = SessionLimits(
+        statement_timeout_ms=30_000,
+        idle_in_transaction_timeout_ms=30_000,
+        prepared_statements=wanted,
+    )
+    async with SlotStore.connect(db.url, limits) as store:
+        for _ in range(3):  # a drain repeats the batch statement
+            async with store.transaction():
+                await store.expire_batch(AS_OF, AS_OF, 5)
+        conn = store._conn
+        cursor = await conn.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%%picked%%'"
+        )
+        row = await cursor.fetchone()
+
+    assert row == (prepared,)

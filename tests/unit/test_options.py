@@ -19,6 +19,7 @@ from slot_expiration.options import (
     WorkerOptions,
     load_options,
     redact_url,
+    url_secrets,
 )
 
 PASSWORD = "s3cret"  # noqa: S105 - the made-up password the tests look for
@@ -355,3 +356,21 @@ def test_a_multi_host_postgresql_url_with_ports_is_accepted() -> None:
     url = "postgresql://u:pw@db1:5432,db2:5433/cal?target_session_attrs=read-write"
 
     assert load_options(database_url=url).require_database_url() == url
+
+
+# -- url_secrets ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "secrets"),
+    [
+        ("postgresql://u:pw-1@h/db", ["pw-1"]),
+        ("postgresql://u:p%40ss@h/db", ["p%40ss", "p@ss"]),
+        ("postgresql://u@h/db?password=pw-2", ["pw-2"]),
+        # urlsplit refuses an unbalanced '[': the password is still found.
+        ("postgresql://worker:pw-3@h[\t:5432/db", ["pw-3"]),
+        ("postgresql://u@h/db", []),
+    ],
+)
+def test_url_secrets_finds_every_password_a_text_may_carry(text: str, secrets: list[str]) -> None:
+    assert url_secrets(text) == secrets

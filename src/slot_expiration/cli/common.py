@@ -74,6 +74,15 @@ poison_backoff_max_option = env_option(
     "poison_backoff_max_seconds", "The longest wait before a rejected row is retried. "
     "[default: 3600]", float,
 )  # fmt: skip
+prepared_statements_option = click.option(
+    "--prepared-statements/--no-prepared-statements",
+    "prepared_statements",
+    default=None,
+    envvar=f"{ENV_PREFIX}PREPARED_STATEMENTS",
+    show_envvar=True,
+    help="Prepare the worker's statements on the server (saves planning in long drains). "
+    "Leave off behind a pooler in transaction mode older than pgbouncer 1.21. [default: off]",
+)
 log_format_option = env_option(
     "log_format",
     "Logs on stderr: one JSON object per line, or console lines. [default: json]",
@@ -92,6 +101,7 @@ def cycle_options(command: F) -> F:
             lock_timeout_option,
             poison_backoff_option,
             poison_backoff_max_option,
+            prepared_statements_option,
             log_format_option,
         )
     ):
@@ -146,6 +156,9 @@ def guarded(action: Callable[[], T], options: DatabaseOptions) -> T:
 
 
 def input_secrets() -> list[str]:
-    """Passwords in any URL the user gave, on the command line or in the environment."""
-    urls = [os.environ.get(f"{ENV_PREFIX}DATABASE_URL", ""), *sys.argv]
-    return [secret for url in urls if "://" in url for secret in url_secrets(url)]
+    """Passwords in any URL the user gave, on the command line or in any of our variables
+    (a URL pasted into the wrong option is echoed back by its error otherwise)."""
+    given = [value for name, value in os.environ.items() if name.startswith(ENV_PREFIX)]
+    # `--option=value` carries the value after the first '='.
+    typed = [part for arg in sys.argv for part in (arg, arg.partition("=")[2])]
+    return [secret for text in [*given, *typed] if "://" in text for secret in url_secrets(text)]

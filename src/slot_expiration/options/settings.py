@@ -27,6 +27,8 @@ from slot_expiration.options.listen_address import ListenAddress, parse_listen_a
 
 ENV_PREFIX = "SLOT_EXPIRATION_"
 S = TypeVar("S", bound=BaseSettings)
+# user:password@ after the scheme, for text that urlsplit refuses to parse.
+_USERINFO_PASSWORD = re.compile(r"://[^/@]*?:([^@]*)@")
 _URL_SCHEMES = ("postgresql", "postgres")
 
 
@@ -70,6 +72,7 @@ class WorkerOptions(DatabaseOptions):
     lock_timeout_seconds: Annotated[float, Field(gt=0, le=3_600)] = 2.0
     poison_backoff_seconds: Annotated[float, Field(gt=0, le=86_400)] = 300.0
     poison_backoff_max_seconds: Annotated[float, Field(gt=0, le=30 * 86_400)] = 3_600.0
+    prepared_statements: bool = False
     log_format: LogFormat = LogFormat.JSON
     # Where `run` serves /metrics, /healthz and /readyz; "" turns the endpoint off.
     metrics_addr: str = "127.0.0.1:9464"
@@ -130,8 +133,8 @@ def url_secrets(url: str) -> list[str]:
     try:
         parts = urlsplit(url)
         password = parts.password
-    except ValueError:
-        return [url] if url else []
+    except ValueError:  # not even a URL (an unbalanced '[' in the host, say)
+        return [found for found in _USERINFO_PASSWORD.findall(url) if found] or [url]
     candidates = [password, unquote(password)] if password else []
     for raw in re.findall(r"(?:^|&)password=([^&]*)", parts.query):
         candidates += [raw, unquote_plus(raw)]

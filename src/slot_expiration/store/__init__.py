@@ -11,7 +11,6 @@ from slot_expiration.store.errors import (
 )
 from slot_expiration.store.slot_store import (
     LockedBatch,
-    QuarantinedSlot,
     QuarantineEntry,
     SessionLimits,
     SlotStore,
@@ -22,7 +21,6 @@ __all__ = [
     "LockedBatch",
     "NotQuarantinedError",
     "QuarantineEntry",
-    "QuarantinedSlot",
     "RowRejectedError",
     "SchemaMissingError",
     "SessionLimits",

@@ -241,17 +241,6 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE slot_expiration_failures TO {role}
 -- Health checks compare the schema's revision with the worker's.
 GRANT SELECT ON TABLE slot_expiration_alembic_version TO {role};
 
--- name: list_quarantine
--- The quarantine as an operator reads it: slots still Available, the
--- soonest retry first.
-SELECT q.slot_id, s.tenant_id, s.start_at, q.attempts, q.first_failed_at, q.last_failed_at,
-       q.next_attempt_at, q.sqlstate, q.message
-FROM slot_expiration_failures AS q
-JOIN availability_slots AS s ON s.id = q.slot_id
-WHERE s.status = 'Available'
-ORDER BY q.next_attempt_at, q.slot_id
-LIMIT %(limit)s;
-
 -- name: retry_quarantined
 -- Make quarantined slots due at once (after the data was fixed): the next
 -- cycle tries them again. Their count of attempts is kept.

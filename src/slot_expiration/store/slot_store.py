@@ -29,6 +29,7 @@ from slot_expiration.store.errors import (
 from slot_expiration.store.queries import query
 
 APPLICATION_NAME = "slot-expiration"
+_PREPARE_AFTER = 2  # executions of one statement on a connection before it is prepared
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,20 +57,6 @@ class QuarantineEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class QuarantinedSlot:
-    """A quarantined slot as an operator sees it."""
-
-    slot: SlotRef
-    start_at: datetime
-    attempts: int
-    first_failed_at: datetime
-    last_failed_at: datetime
-    next_attempt_at: datetime
-    sqlstate: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
 class SessionLimits:
     """Server-side limits of a worker transaction, a backstop to the client's own budget.
 
@@ -81,6 +68,10 @@ class SessionLimits:
     idle_in_transaction_timeout_ms: int
     lock_timeout_ms: int = 2_000
     connect_timeout_seconds: int = 10
+    # Server-side prepared statements save planning in long drains, but a pooler in
+    # transaction mode (pgbouncer before 1.21) hands the next transaction to a server
+    # session that never saw them: off unless asked for.
+    prepared_statements: bool = False
 
     def parameters(self) -> dict[str, str]:
         return {
@@ -144,6 +135,7 @@ class SlotStore:
                 database_url,
                 application_name=APPLICATION_NAME,
                 connect_timeout=limits.connect_timeout_seconds,
+                prepare_threshold=_PREPARE_AFTER if limits.prepared_statements else None,
             )
         except psycopg.Error as exc:
             raise StoreConnectError(first_line(exc)) from exc
@@ -226,11 +218,6 @@ class SlotStore:
         """Drop these rows from the quarantine (they expired)."""
         if slot_ids:
             await self._execute("release_rows", {"ids": list(slot_ids)})
-
-    async def list_quarantine(self, limit: int) -> list[QuarantinedSlot]:
-        """Quarantined slots still Available, the soonest retry first."""
-        rows = await self._fetch_all("list_quarantine", {"limit": limit})
-        return [QuarantinedSlot(SlotRef(id=r[0], tenant_id=r[1]), *r[2:]) for r in rows]
 
     async def retry_quarantined(
         self, slot_ids: Sequence[UUID], now: datetime, *, every: bool = False
@@ -326,7 +313,6 @@ __all__ = [
     "APPLICATION_NAME",
     "LockedBatch",
     "QuarantineEntry",
-    "QuarantinedSlot",
     "RowRejectedError",
     "SessionLimits",
     "SlotStore",

@@ -36,6 +36,7 @@ def session_limits(options: WorkerOptions) -> SessionLimits:
         statement_timeout_ms=budget_ms,
         idle_in_transaction_timeout_ms=budget_ms,
         lock_timeout_ms=options.lock_timeout_ms,
+        prepared_statements=options.prepared_statements,
     )
 
 

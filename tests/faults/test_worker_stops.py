@@ -1,0 +1,156 @@
+"""The worker process stopped under it: SIGKILL mid-batch, SIGTERM during and between cycles.
+
+In each case a new worker finishes the backlog, and every row ends up expired
+exactly once, with every expiry reported by some cycle.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from tests.e2e.command import event_names, eventually, started
+from tests.faults.conftest import Record
+from tests.faults.workers import (
+    at_risk,
+    drain_time,
+    events_of,
+    no_worker_left,
+    overdue,
+    reported_expired,
+    run_args,
+    stopped,
+    waiting_on_gate,
+)
+from tests.support.database import SlotDatabase
+from tests.support.fault_report import FaultFigures
+from tests.support.ledger import Ledger
+
+pytestmark = pytest.mark.faults
+
+BACKLOG, BATCH = 60, 25
+RESTART_NOTE = "from the new worker's launch, its start-up included"
+
+
+async def test_sigkill_mid_batch_loses_nothing_and_a_new_worker_expires_each_row_once(
+    db: SlotDatabase, secret_url: str, record_fault: Record
+) -> None:
+    slots = await db.insert(overdue(BACKLOG))
+    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+    await db.install_gate_trigger()
+    await db.close_gate()
+
+    async with started(*run_args(secret_url, batch_size=BATCH)) as victim:
+        await victim.until(lambda: waiting_on_gate(db), "the batch waiting on the gate")
+        risk = await at_risk(db, ledger)
+        victim.send_signal(signal.SIGKILL)
+        killed = await victim.wait()
+    # Its backend still holds the batch's row locks; once its UPDATE can go on it
+    # finds no client and rolls back. Nothing waits for that: the new worker passes
+    # over those rows (SKIP LOCKED) until they are free.
+    await db.open_gate()
+    relaunched = time.monotonic()
+    async with started(*run_args(secret_url, batch_size=BATCH)) as successor:
+        recovery = await drain_time(db, ledger, [successor], relaunched)
+        done = await stopped(successor)
+    await eventually(lambda: no_worker_left(db), "no worker session or lock left")
+
+    audit = ledger.audit(await db.rows(), reported_expired([killed, done]), risk)
+    record_fault(
+        FaultFigures(
+            "worker killed mid-batch (SIGKILL)",
+            f"SIGKILL while its batch of {BATCH} waits inside the UPDATE (gate trigger); "
+            "a new worker started",
+            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery, RESTART_NOTE,
+        ),
+        logs=[killed, done],
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.describe()
+    assert "cycle.completed" not in event_names(killed.log_events())
+    assert done.returncode == 0, done.describe()
+    assert audit.clean, audit.describe()
+
+
+@pytest.mark.parametrize(
+    ("grace", "commits"), [("30", True), ("0", False)], ids=["within-grace", "past-grace"]
+)
+async def test_sigterm_during_a_cycle_commits_or_rolls_back_the_batch_whole(
+    db: SlotDatabase, secret_url: str, record_fault: Record, grace: str, commits: bool
+) -> None:
+    slots = await db.insert(overdue(BACKLOG))
+    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+    await db.install_gate_trigger()
+    await db.close_gate()
+    args = run_args(secret_url, "--shutdown-grace-seconds", grace, batch_size=BATCH)
+
+    async with started(*args) as worker:
+        await worker.until(lambda: waiting_on_gate(db), "the batch waiting on the gate")
+        risk = await at_risk(db, ledger)
+        worker.send_signal(signal.SIGTERM)
+        await worker.until(lambda: worker.logged("worker.stopping"), "worker.stopping logged")
+        if commits:
+            assert not worker.exited  # it waits for the batch in flight
+            await db.open_gate()
+        first = await worker.wait()
+    await db.open_gate()
+    relaunched = time.monotonic()
+    async with started(*run_args(secret_url, batch_size=BATCH)) as successor:
+        recovery = await drain_time(db, ledger, [successor], relaunched)
+        second = await stopped(successor)
+
+    audit = ledger.audit(await db.rows(), reported_expired([first, second]), risk)
+    injection = (
+        "the gate opens within --shutdown-grace-seconds 30: the batch commits"
+        if commits
+        else "--shutdown-grace-seconds 0 and the gate stays closed: the batch rolls back"
+    )
+    record_fault(
+        FaultFigures(
+            f"SIGTERM during a cycle, {'within' if commits else 'past'} the shutdown grace",
+            f"SIGTERM while its batch of {BATCH} waits on the gate trigger; {injection}; "
+            "a new worker started",
+            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery, RESTART_NOTE,
+        ),
+        logs=[first, second],
+    )  # fmt: skip
+    assert first.returncode == 0, first.describe()
+    completed = [e["expired_count"] for e in events_of(first, "cycle.completed")]
+    assert completed == ([BATCH] if commits else []), first.describe()
+    assert event_names(first.log_events())[-1] == "worker.stopped"
+    assert audit.clean, audit.describe()
+
+
+async def test_sigterm_between_cycles_stops_at_once_and_a_new_worker_finishes(
+    db: SlotDatabase, secret_url: str, record_fault: Record
+) -> None:
+    slots = await db.insert(overdue(BACKLOG))
+    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+
+    async with started(*run_args(secret_url, batch_size=BATCH, interval="3600")) as worker:
+        await worker.until(lambda: worker.logged("cycle.completed"), "its first cycle done")
+        risk = await at_risk(db, ledger)
+        signalled = time.monotonic()
+        first = await stopped(worker)
+        stop_seconds = time.monotonic() - signalled
+    relaunched = time.monotonic()
+    async with started(*run_args(secret_url, batch_size=BATCH)) as successor:
+        recovery = await drain_time(db, ledger, [successor], relaunched)
+        second = await stopped(successor)
+
+    audit = ledger.audit(await db.rows(), reported_expired([first, second]), risk)
+    record_fault(
+        FaultFigures(
+            "SIGTERM between cycles",
+            "SIGTERM while the worker sleeps until its next tick; a new worker started",
+            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
+            f"{RESTART_NOTE}; the old one exited {stop_seconds:.2f} s after the signal",
+        ),
+        logs=[first, second],
+    )  # fmt: skip
+    assert first.returncode == 0, first.describe()
+    stopping = events_of(first, "worker.stopping")
+    assert [e["cycle_in_flight"] for e in stopping] == [False]
+    assert [e["expired_count"] for e in events_of(first, "cycle.completed")] == [BATCH]
+    assert audit.clean, audit.describe()

@@ -1,0 +1,192 @@
+"""Servers a fault test owns and breaks: a PostgreSQL it stops and starts again, a hot
+standby made with pg_basebackup, and pgbouncer in transaction mode in front of a server.
+
+PostgreSQL and pgbouncer both refuse to run as root; as root they run as the
+`postgres` account, in folders of their own that this module removes again.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.embedded.postgres import find_bindir, free_port
+
+SERVER_ACCOUNT = "postgres"
+READY_TIMEOUT_SECONDS = 30.0
+
+
+class ControlledServer:
+    """An embedded server of the test's own that it may stop (fast or immediate) and
+    start again on the same data folder and port."""
+
+    def __init__(self, server: EmbeddedPostgres) -> None:
+        self.server = server
+        self.running = True
+
+    def stop(self, mode: str) -> None:
+        self.server.stop(mode)
+        self.running = False
+
+    def start(self) -> None:
+        if not self.running:
+            self.server.start()
+            self.running = True
+
+    def url_for(self, database: str) -> str:
+        return self.server.url_for(database)
+
+
+def _account() -> pwd.struct_passwd | None:
+    return pwd.getpwnam(SERVER_ACCOUNT) if os.geteuid() == 0 else None
+
+
+def _own_folder(prefix: str) -> Path:
+    """A temporary folder the server account can write to."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    if (account := _account()) is not None:
+        os.chown(root, account.pw_uid, account.pw_gid)
+    return root
+
+
+def _as_server_account(argv: list[str]) -> list[str]:
+    account = _account()
+    return argv if account is None else ["runuser", "-u", account.pw_name, "--", *argv]
+
+
+def version_of(program: str) -> str:
+    """`postgres --version` / `pgbouncer --version`, first line, for the report."""
+    path = str(find_bindir() / program) if program == "postgres" else program
+    done = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.splitlines()[0].strip() if done.stdout else "unknown"
+
+
+@contextmanager
+def hot_standby(primary: EmbeddedPostgres) -> Iterator[EmbeddedPostgres]:
+    """A streaming replica of `primary` (pg_basebackup -R), read-only until promoted."""
+    root = _own_folder("slot-expiration-standby-")
+    try:
+        backup = [
+            str(find_bindir() / "pg_basebackup"),
+            "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
+            "-D", str(root / "data"), "-R", "-X", "stream", "-c", "fast",
+        ]  # fmt: skip
+        done = subprocess.run(
+            _as_server_account(backup), capture_output=True, text=True, check=False, cwd=root
+        )
+        assert done.returncode == 0, f"pg_basebackup failed: {done.stderr}"
+        with EmbeddedPostgres(data_root=root) as standby:
+            yield standby
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def in_recovery(url: str) -> bool:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+        assert row is not None
+        return bool(row[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Bouncer:
+    port: int
+    log_file: Path
+
+    def url_for(self, database_url: str) -> str:
+        """The same database, through the pooler."""
+        database = database_url.rsplit("/", 1)[1]
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def log_tail(self, lines: int = 20) -> str:
+        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _bouncer_config(root: Path, port: int, target_port: int, pool_size: int) -> Path:
+    (root / "userlist.txt").write_text('"postgres" ""\n')
+    config = root / "pgbouncer.ini"
+    config.write_text(
+        "\n".join(
+            [
+                "[databases]",
+                f"* = host=127.0.0.1 port={target_port}",
+                "[pgbouncer]",
+                "listen_addr = 127.0.0.1",
+                f"listen_port = {port}",
+                "unix_socket_dir =",
+                "auth_type = trust",
+                f"auth_file = {root / 'userlist.txt'}",
+                "pool_mode = transaction",
+                f"default_pool_size = {pool_size}",
+                "max_client_conn = 200",
+                "admin_users = postgres",
+                "",
+            ]
+        )
+    )
+    return config
+
+
+@contextmanager
+def pgbouncer(target_port: int, pool_size: int = 2) -> Iterator[Bouncer]:
+    """Debian's pgbouncer in transaction mode in front of 127.0.0.1:`target_port`."""
+    root = _own_folder("slot-expiration-pgbouncer-")
+    port = free_port()
+    config = _bouncer_config(root, port, target_port, pool_size)
+    log_file = root / "pgbouncer.log"
+    account = _account()
+    with log_file.open("ab") as log:
+        process = subprocess.Popen(
+            ["pgbouncer", str(config)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            user=account.pw_uid if account else None,
+            group=account.pw_gid if account else None,
+            extra_groups=[] if account else None,
+        )
+    bouncer = Bouncer(port=port, log_file=log_file)
+    try:
+        _wait_for_bouncer(process, bouncer)
+        yield bouncer
+    finally:
+        _stop(process)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait_for_bouncer(process: subprocess.Popen[bytes], bouncer: Bouncer) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    admin = f"postgresql://postgres@127.0.0.1:{bouncer.port}/pgbouncer"
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"pgbouncer exited at start: {bouncer.log_tail()}")
+        try:
+            with psycopg.connect(admin, autocommit=True, connect_timeout=2):
+                return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)  # polling the pooler's readiness: it has no other signal
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)  # pgbouncer's immediate shutdown
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
