@@ -192,7 +192,10 @@ async def test_a_dropped_index_is_reported_missing_and_not_serving(db: SlotDatab
         index = await store.selection_index(AS_OF, batch_size=500)
 
     assert (index.exists, index.valid, index.serves_selection) == (False, False, False)
-    assert "Seq Scan" in index.scan
+    # Without it the planner scans the table, or the showcase's partial index of Available
+    # rows (migration 0003), never in the selection's order.
+    assert "ix_availability_slots_status_start" not in index.scan
+    assert "Seq Scan" in index.scan or "ix_availability_slots_showcase" in index.scan
 
 
 async def test_an_invalid_index_is_reported_invalid_and_not_serving(db: SlotDatabase) -> None:

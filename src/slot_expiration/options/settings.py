@@ -136,6 +136,9 @@ def url_secrets(url: str) -> list[str]:
     except ValueError:  # not even a URL (an unbalanced '[' in the host, say)
         return [found for found in _USERINFO_PASSWORD.findall(url) if found] or [url]
     candidates = [password, unquote(password)] if password else []
+    # With more than one '@', urlsplit splits at the last one; a message that quotes the
+    # URL escaped (repr) would then still show the part before the first.
+    candidates += _USERINFO_PASSWORD.findall(url)
     for raw in re.findall(r"(?:^|&)password=([^&]*)", parts.query):
         candidates += [raw, unquote_plus(raw)]
     return [secret for secret in dict.fromkeys(candidates) if secret]
