@@ -16,7 +16,14 @@ from slot_expiration.store.slot_context_store import APPLICATION_NAME as SLOTS_A
 from slot_expiration.store.slot_store import APPLICATION_NAME as WORKER_APPLICATION
 from tests.support.database import SlotDatabase
 
-__all__ = ["SLOTS_APPLICATION", "WORKER_APPLICATION", "Session", "TransitionGates", "sessions"]
+__all__ = [
+    "SLOTS_APPLICATION",
+    "WORKER_APPLICATION",
+    "Session",
+    "TransitionGates",
+    "gate_inserts_of",
+    "sessions",
+]
 
 
 class TransitionGates:
