@@ -72,6 +72,7 @@ def _assert_sane(document: dict[str, Any]) -> None:
     assert d["worker_rows"] == backlog
     assert d["without_worker"]["bookings"] > 0
     assert d["with_worker"]["bookings"] > 0
+    assert d["slots_booked"] > 0  # the bookings really booked
     e = sections["e"]
     assert [p["slots"] for p in e["points"]] == [20_000, 50_000]
     assert all(p["expired_wave"] == p["slots"] // 5 for p in e["points"])

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from slot_expiration.domain import SlotStatus
 from tests.e2e.command import (
     Running,
     child_server_data_dir,
@@ -33,6 +34,15 @@ CYCLE_LINE = re.compile(
     r"\s*[\d.]+ ms, backlog left (?P<left>-?\d+)$"
 )
 STATUSES = ("Available", "Booked", "Expired", "Archived")
+PUBLISHED_LINE = re.compile(
+    r"^published (?P<total>\d+) slots for \d+ consultants through the publish operation, "
+    r"its clock set back to \d{4}-\d\d-\d\d \d\d:\d\d UTC; "
+    r"booked (?P<booked>\d+), archived (?P<archived>\d+)$"
+)
+REFUSED_LINE = re.compile(
+    r"^booking the oldest past slot (?P<id>[0-9a-f-]{36}) now: refused, "
+    r"CAL_SLOT_NOT_AVAILABLE: slot (?P=id) is not available for booking: it is Expired$"
+)
 
 
 def data_dir_of(lines: list[str]) -> Path:
@@ -91,6 +101,7 @@ async def test_demo_seeds_runs_the_worker_shows_counts_and_stops_its_server() ->
     async with cleaned_up(data_dir.parent):
         assert done.returncode == 0, done.describe()
         assert done.stderr == "", done.describe()
+        published = next(m for line in lines if (m := PUBLISHED_LINE.match(line)))
         seeded = next(m for line in lines if (m := SEEDED_LINE.match(line)))
         cycles = [m for line in lines if (m := CYCLE_LINE.match(line))]
         assert [int(m["n"]) for m in cycles] == list(range(1, len(cycles) + 1))
@@ -103,8 +114,10 @@ async def test_demo_seeds_runs_the_worker_shows_counts_and_stops_its_server() ->
         assert table["Available"][1] < table["Available"][0]
         assert table["Expired"][1] - table["Expired"][0] == expired
         assert table["Available"][0] - table["Available"][1] == expired
-        assert table["Booked"][0] == table["Booked"][1]
-        assert table["Archived"][0] == table["Archived"][1]
+        assert table["Booked"][0] == table["Booked"][1] == int(published["booked"])
+        assert table["Archived"][0] == table["Archived"][1] == int(published["archived"])
+        assert sum(before for before, _ in table.values()) == int(published["total"])
+        assert any(REFUSED_LINE.match(line) for line in lines), done.describe()
         assert lines[-1] == "stopping the embedded PostgreSQL"
         await assert_server_gone(data_dir)
 
@@ -192,3 +205,24 @@ async def test_demo_ignores_the_worker_database_url_in_the_environment(
     assert done.returncode == 0, done.describe()
     assert await db.rows() == {}, "the demo seeded and expired the database in the environment"
     assert lines[0].startswith("embedded PostgreSQL on "), done.describe()
+
+
+async def test_the_demo_runs_twice_on_one_database_through_the_slot_operations(
+    db: SlotDatabase,
+) -> None:
+    """Each run publishes for new agencies and consultants: nothing of the first run is in
+    the way of the second (the publish operation would refuse an overlap)."""
+    runs = [
+        await run_command(
+            "demo", "--interval-seconds", "0.2", "--database-url", db.url,
+            timeout_seconds=DEMO_TIMEOUT_SECONDS,
+        )
+        for _ in range(2)
+    ]  # fmt: skip
+
+    for done in runs:
+        assert done.returncode == 0, done.describe()
+        assert any(REFUSED_LINE.match(line) for line in done.stdout.splitlines())
+    statuses = list((await db.statuses()).values())
+    assert len(statuses) == 2 * 2_350
+    assert statuses.count(SlotStatus.EXPIRED) == 2 * 1_800

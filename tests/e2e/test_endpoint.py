@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import aiohttp
 import pytest
 
+from slot_expiration.store.migrate import head_revision
 from tests.e2e.command import PASSWORD, eventually, run_command, started
 from tests.e2e.endpoint import endpoint_url, get, get_json, sample
 from tests.support.database import SlotDatabase
@@ -45,7 +46,7 @@ async def test_run_serves_its_metrics_health_and_readiness_while_it_polls(
 
     assert done.returncode == 0, done.describe()
     assert health == (200, {**health[1], "live": True, "status": "ok"})
-    assert ready == (200, {**ready[1], "ready": True, "schema_revision": "0002"})
+    assert ready == (200, {**ready[1], "ready": True, "schema_revision": head_revision()})
     metrics = scraped[-1]
     assert sample(metrics, f"{P}_backlog") == 0
     assert sample(metrics, f"{P}_cycles_total", outcome="success")

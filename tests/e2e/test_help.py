@@ -53,4 +53,6 @@ async def test_help_of_the_program_lists_every_command() -> None:
 
     assert done.returncode == 0, done.describe()
     commands = done.stdout.partition("Commands:")[2].split()
-    assert {"migrate", "grant", "once", "run", "demo", "status"} <= set(commands), done.stdout
+    assert {"migrate", "grant", "once", "run", "demo", "status", "slots"} <= set(commands), (
+        done.stdout
+    )

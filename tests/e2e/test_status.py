@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from slot_expiration.domain import SlotStatus
+from slot_expiration.store.migrate import head_revision
 from tests.e2e.command import PASSWORD, Running, run_command, started
 from tests.support.database import SlotDatabase
 from tests.support.slots import make_slot
@@ -45,7 +46,11 @@ async def test_status_json_reports_counts_backlog_oldest_sessions_failures_and_i
     assert done.returncode == 0, done.describe()
     assert done.stderr == ""
     report = json.loads(done.stdout)
-    assert report["schema"] == {"revision": "0002", "latest": "0002", "up_to_date": True}
+    assert report["schema"] == {
+        "revision": head_revision(),
+        "latest": head_revision(),
+        "up_to_date": True,
+    }
     assert report["counts"] == {"Available": 3, "Booked": 1, "Expired": 1, "Archived": 0}
     assert report["backlog"] == {"count": 2, "capped": False, "cap": 100_000}
     oldest = report["oldest_overdue"]

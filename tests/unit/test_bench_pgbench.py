@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from slot_expiration.bench.booking_section import booking_variables
 from slot_expiration.bench.pgbench import (
     PgbenchSettings,
     between,
@@ -16,6 +17,7 @@ from slot_expiration.bench.pgbench import (
     pgbench_statement,
 )
 from slot_expiration.store.bench_store import booking_statements
+from slot_expiration.store.queries import query
 
 
 def test_a_log_line_with_schedule_lag_gives_latency_lag_and_end_time() -> None:
@@ -75,22 +77,38 @@ def test_a_statement_with_another_kind_of_parameter_is_refused() -> None:
         pgbench_statement("SELECT * FROM t WHERE id = %s")
 
 
-def test_the_booking_script_picks_a_random_candidate_into_variables_then_books_it() -> None:
-    pick, book = booking_statements()
+def test_the_booking_script_picks_a_candidate_into_variables_then_books_in_a_transaction() -> None:
+    script = booking_script(booking_statements(), candidates=5_000)
 
-    script = booking_script(pick, book, candidates=5_000)
-
-    first, second, *rest = script.splitlines()
-    assert first == "\\set n random(1, 5000)"
-    assert second.startswith("SELECT slot_id, tenant_id FROM bench_booking_candidates")
+    lines = script.splitlines()
+    assert lines[0] == "\\set n random(1, 5000)"
+    assert lines[1].startswith("SELECT")
     assert "WHERE n = :n \\gset" in script
-    assert "WHERE id = :slot_id AND status = 'Available';" in "\n".join(rest)
+    assert "make_interval(mins => :lead_minutes)" in script
+    begin = lines.index("BEGIN;")
+    assert lines[-1] == "COMMIT;"
+    book = "\n".join(lines[begin + 1 : -1])
+    assert book.startswith("UPDATE availability_slots")
+    for variable in (":target", ":id", ":tenant_id", ":sources", ":earliest_start", ":now"):
+        assert variable in book
     assert "%(" not in script
+
+
+def test_the_booking_is_the_slot_contexts_own_book_slot_statement() -> None:
+    assert booking_statements()[2] == query("book_slot")
+
+
+def test_the_bookings_other_parameters_come_from_the_state_machine_and_the_lead_time() -> None:
+    assert booking_variables() == {
+        "target": "Booked",
+        "sources": "{Available}",
+        "lead_minutes": "60",
+    }
 
 
 def test_a_booking_script_needs_candidates() -> None:
     with pytest.raises(ValueError, match="no candidate"):
-        booking_script("SELECT 1", "SELECT 2", candidates=0)
+        booking_script(["SELECT 1", "SELECT 2"], candidates=0)
 
 
 def test_pgbench_runs_prepared_at_a_fixed_rate_logging_every_transaction() -> None:
@@ -98,7 +116,7 @@ def test_pgbench_runs_prepared_at_a_fixed_rate_logging_every_transaction() -> No
         Path("/bin/pgbench"),
         "postgresql://u@h/db",
         Path("/work/s.sql"),
-        PgbenchSettings(seconds=15.6, rate_per_second=200, clients=4),
+        PgbenchSettings(seconds=15.6, rate_per_second=200, clients=4, variables={"a": "{X}"}),
         Path("/work/log"),
     )
 
@@ -106,4 +124,5 @@ def test_pgbench_runs_prepared_at_a_fixed_rate_logging_every_transaction() -> No
     assert {"--no-vacuum", "--protocol=prepared", "--rate=200", "--client=4", "--log"} <= set(argv)
     assert "--time=16" in argv
     assert "--log-prefix=/work/log" in argv
+    assert "--define=a={X}" in argv
     assert argv[-1] == "postgresql://u@h/db"

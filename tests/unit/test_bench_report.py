@@ -90,6 +90,7 @@ RESULTS = BenchResults(
         pair_p99_ratios=(2.0, 3.0),
         worker_rows=200_000,
         worker_rows_per_second=2e4,
+        slots_booked=3_900,
     ),
     memory=MemoryProfile(61.0, 70.0, 66.0, 71.0, 200_000),
     growth=Growth(0.2, (_point(100_000, 10.0), _point(1_000_000, 12.0))),

@@ -369,6 +369,9 @@ def test_a_multi_host_postgresql_url_with_ports_is_accepted() -> None:
         ("postgresql://u@h/db?password=pw-2", ["pw-2"]),
         # urlsplit refuses an unbalanced '[': the password is still found.
         ("postgresql://worker:pw-3@h[\t:5432/db", ["pw-3"]),
+        # Two '@': urlsplit splits at the last, the password alone is found too (a message
+        # quoting the URL with repr escapes would show it otherwise).
+        ("postgresql://w:pw-4@db:\U00018cd6@/", ["pw-4@db:\U00018cd6", "pw-4"]),
         ("postgresql://u@h/db", []),
     ],
 )

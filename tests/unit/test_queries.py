@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from importlib.resources import files
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +22,7 @@ USED_BY_SLOT_STORE = (
 )
 
 
-SQL_FILES = ("queries.sql", "operations.sql", "bench.sql")
+SQL_FILES = ("queries.sql", "operations.sql", "slot_context.sql", "bench.sql")
 
 
 def _names_declared_in(file_name: str) -> list[str]:
@@ -40,6 +42,14 @@ def test_the_store_package_holds_no_other_sql_file_than_those_listed() -> None:
     found = [e.name for e in files("slot_expiration.store").iterdir() if e.name.endswith(".sql")]
 
     assert sorted(found) == sorted(SQL_FILES)
+
+
+def test_every_sql_file_ships_in_the_package_data() -> None:
+    """A statement the code names must exist in an installed wheel too, not only here."""
+    pyproject = Path(__file__).parents[2] / "pyproject.toml"
+    shipped = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]
+
+    assert {f"store/{name}" for name in SQL_FILES} <= set(shipped["slot_expiration"])
 
 
 def test_statement_names_are_unique_across_the_sql_files() -> None:

@@ -1,7 +1,8 @@
 """Section d: booking latency (p50, p99) with and without a worker draining beside it.
 
-pgbench books random future slots at a fixed rate, twice for the same length of
-time: once alone, once while a real `slot-expiration once` process drains the
+pgbench books random future slots at a fixed rate with the slot context's own
+book-slot statement (in a transaction, as the book operation sends it), for the
+same length of time: once alone, once while a real `slot-expiration once` process drains the
 backlog, and that pair again (a disturbance from elsewhere then weighs on both
 kinds rather than on one). A run alone leaves out its warm-up; a run beside
 the worker keeps only the bookings that ended while the worker's cycle ran
@@ -31,6 +32,8 @@ from slot_expiration.bench.processes import (
     worker_process,
 )
 from slot_expiration.bench.stats import Distribution, rate, ratio
+from slot_expiration.domain import BOOK, sources_of
+from slot_expiration.slots.options import SlotOptions
 from slot_expiration.store.bench_store import booking_statements
 
 LOCK_TIMEOUT_SECONDS = 2.0  # the worker's default
@@ -57,6 +60,7 @@ class BookingInterference:
     pair_p99_ratios: tuple[float | None, ...]  # each pair's own, to see the spread
     worker_rows: int  # what the worker drained meanwhile, each time
     worker_rows_per_second: float
+    slots_booked: int  # candidate slots the bookings moved to Booked, over all runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +73,13 @@ class Window:
 
 async def measure_bookings(ctx: BenchContext) -> BookingInterference:
     load = ctx.plan.booking
-    settings = PgbenchSettings(load.seconds, load.rate_per_second, load.clients)
+    settings = PgbenchSettings(
+        load.seconds, load.rate_per_second, load.clients, booking_variables()
+    )
     alone: list[Window] = []
     beside: list[Window] = []
     drains: list[tuple[int, float]] = []
+    booked = 0
     for number in range(1, load.pairs + 1):
         backlog = await restore_backlog(ctx.store, ctx.as_of)
         ctx.progress(
@@ -80,6 +87,7 @@ async def measure_bookings(ctx: BenchContext) -> BookingInterference:
             f"({load.rate_per_second}/s for {load.seconds:g} s)"
         )
         alone.append(await _alone(ctx, settings))
+        booked += await ctx.store.booked_candidates()
         ctx.progress(
             f"d. {number}/{load.pairs}: bookings beside a worker draining {backlog:,} rows"
         )
@@ -88,6 +96,7 @@ async def measure_bookings(ctx: BenchContext) -> BookingInterference:
             raise BenchError(f"d. the worker expired {rows} rows, not the backlog of {backlog}")
         beside.append(window)
         drains.append((rows, seconds))
+        booked += await ctx.store.booked_candidates()
     without, with_worker = latency_of(alone), latency_of(beside)
     return BookingInterference(
         rate_per_second=load.rate_per_second,
@@ -103,13 +112,21 @@ async def measure_bookings(ctx: BenchContext) -> BookingInterference:
         ),
         worker_rows=drains[-1][0],
         worker_rows_per_second=rate(sum(r for r, _ in drains), sum(s for _, s in drains)),
+        slots_booked=booked,
     )
 
 
 async def _script(ctx: BenchContext) -> str:
     count = await ctx.store.fill_booking_candidates(ctx.as_of, ctx.plan.booking.candidates)
-    pick, book = booking_statements()
-    return booking_script(pick, book, count)
+    return booking_script(booking_statements(), count)
+
+
+def booking_variables() -> dict[str, str]:
+    """What the book operation passes to book_slot besides the slot and the clock: from
+    the state machine and the slot context's default lead time."""
+    sources = ",".join(sorted(status.value for status in sources_of(BOOK.target)))
+    lead = SlotOptions.model_fields["min_lead_time_minutes"].default
+    return {"target": BOOK.target.value, "sources": f"{{{sources}}}", "lead_minutes": str(lead)}
 
 
 async def _alone(ctx: BenchContext, settings: PgbenchSettings) -> Window:

@@ -1,9 +1,10 @@
 """Driving PostgreSQL's own load tool, pgbench, and reading its per-transaction log.
 
 The booking load comes from a client nobody here wrote: pgbench, from the
-server's binaries, runs a script of two named statements at a fixed rate: pick
-a random candidate slot (its columns become pgbench variables through \\gset),
-then book it. Our statements' `%(name)s` parameters become pgbench's `:name`
+server's binaries, runs a script of named statements at a fixed rate: pick a
+random candidate slot (its columns become pgbench variables through \\gset),
+then book it; the other parameters are pgbench variables set on its command
+line. Our statements' `%(name)s` parameters become pgbench's `:name`
 variables, sent as bind parameters (`-M prepared`), never spliced into text.
 With `--rate`, pgbench measures each transaction from its scheduled start, so
 a transaction delayed behind a slow one counts its wait (no coordinated omission).
@@ -14,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import re
 import tempfile
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from slot_expiration.bench.context import BenchError
@@ -31,6 +32,7 @@ class PgbenchSettings:
     seconds: float
     rate_per_second: int
     clients: int
+    variables: Mapping[str, str] = field(default_factory=dict)  # --define NAME=VALUE
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +57,14 @@ def pgbench_statement(statement: str) -> str:
     return _PARAMETER.sub(lambda match: f":{match['name']}", statement)
 
 
-def booking_script(pick: str, book: str, candidates: int) -> str:
-    """The pgbench script: a random candidate's columns into variables, then the booking."""
+def booking_script(statements: Sequence[str], candidates: int) -> str:
+    """The pgbench script: a random row number, the first statement's columns into
+    variables (\\gset), then the other statements."""
     if candidates < 1:
         raise ValueError("no candidate slots to book")
-    pick_text = pgbench_statement(pick).rstrip().rstrip(";")
-    book_text = pgbench_statement(book).rstrip().rstrip(";")
-    return f"\\set n random(1, {candidates})\n{pick_text} \\gset\n{book_text};\n"
+    pick, *rest = (pgbench_statement(s).rstrip().rstrip(";") for s in statements)
+    lines = [f"\\set n random(1, {candidates})", f"{pick} \\gset", *(f"{s};" for s in rest)]
+    return "\n".join(lines) + "\n"
 
 
 def parse_log_line(line: str) -> LoggedTransaction:
@@ -93,8 +96,13 @@ def between(
 
 
 def pgbench_argv(
-    binary: Path, url: str, script: Path, settings: PgbenchSettings, log_prefix: Path
+    binary: Path,
+    url: str,
+    script: Path,
+    settings: PgbenchSettings,
+    log_prefix: Path,
 ) -> list[str]:
+    defines = [f"--define={name}={value}" for name, value in settings.variables.items()]
     return [
         str(binary),
         "--no-vacuum",
@@ -106,6 +114,7 @@ def pgbench_argv(
         "--log",
         f"--log-prefix={log_prefix}",
         f"--file={script}",
+        *defines,
         url,
     ]
 

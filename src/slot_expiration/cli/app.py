@@ -16,6 +16,7 @@ from slot_expiration.cli.common import input_secrets
 from slot_expiration.cli.demo_command import demo
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
 from slot_expiration.cli.quarantine_commands import quarantine
+from slot_expiration.cli.slots_commands import slots
 from slot_expiration.cli.status_command import status
 from slot_expiration.cli.worker_commands import migrate, once, run
 
@@ -29,7 +30,7 @@ def cli() -> None:
     """Moves Available slots whose start has passed to Expired, in batches, oldest first."""
 
 
-for command in (migrate, grant, once, run, quarantine, demo, status, bench):
+for command in (migrate, grant, once, run, quarantine, slots, demo, status, bench):
     cli.add_command(command)
 
 

@@ -11,15 +11,18 @@ from typing import Any, TypeVar
 
 import click
 
-from slot_expiration.cli.errors import ExitCode, fail
+from slot_expiration.cli.errors import ExitCode, fail, reject
+from slot_expiration.domain import SlotRuleError
 from slot_expiration.embedded import EmbeddedPostgresError
 from slot_expiration.loop import CycleBudgetExceededError
 from slot_expiration.options import (
     ENV_PREFIX,
+    DatabaseOptions,
     LogFormat,
     OptionsError,
     WorkerOptions,
     load_options,
+    load_settings,
     redact_url,
     url_secrets,
 )
@@ -29,6 +32,7 @@ from slot_expiration.telemetry.traces import TracingConfigError
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+D = TypeVar("D", bound=DatabaseOptions)
 
 
 def env_option(name: str, help_text: str, value_type: Any = str) -> Callable[[F], F]:
@@ -106,25 +110,38 @@ def cycle_options(command: F) -> F:
 
 
 def options_from(**given: Any) -> WorkerOptions:
-    """Validated options from flags and environment; a wrong one is a usage error."""
+    """The worker's validated options from flags and environment; a wrong one is a
+    usage error."""
+    return _usage_error_if_wrong(lambda: load_options(**given))
+
+
+def settings_from(model: type[D], **given: Any) -> D:
+    """Another command's validated options (SlotOptions, say), the same way."""
+    return _usage_error_if_wrong(lambda: load_settings(model, **given))
+
+
+def _usage_error_if_wrong(load: Callable[[], T]) -> T:
     try:
-        return load_options(**given)
+        return load()
     except OptionsError as exc:
         fail(str(exc), ExitCode.USAGE, input_secrets())
 
 
-def required_url(options: WorkerOptions) -> str:
+def required_url(options: DatabaseOptions) -> str:
     try:
         return options.require_database_url()
     except OptionsError as exc:
         fail(str(exc), ExitCode.USAGE)
 
 
-def guarded(action: Callable[[], T], options: WorkerOptions) -> T:
-    """Run a command's work; a failure it can explain becomes one line and exit 1."""
+def guarded(action: Callable[[], T], options: DatabaseOptions) -> T:
+    """Run a command's work; a failure it can explain becomes one line and exit 1, a
+    rule rejection one line starting with its code and exit 3."""
     url = options.database_url.get_secret_value() if options.database_url else ""
     try:
         return action()
+    except SlotRuleError as exc:
+        reject(exc.code, str(exc))
     except StoreConnectError as exc:
         where = redact_url(url) if url else "the database"
         fail(f"cannot connect to the database ({where}): {exc}", ExitCode.FAILURE, url_secrets(url))

@@ -12,6 +12,7 @@ class ExitCode:
     OK = 0
     FAILURE = 1  # the command ran but could not do its job (database down, budget exceeded)
     USAGE = 2  # the command line or the options are wrong; nothing was attempted
+    RULE = 3  # a rule of the slot context refused the request (CAL_SLOT_*); nothing written
     INTERRUPTED = 130  # stopped by SIGINT/SIGTERM before it finished; nothing half-done
 
 
@@ -26,3 +27,9 @@ def scrub(message: str, secrets: list[str]) -> str:
 def fail(message: str, code: int, secrets: list[str] | None = None) -> NoReturn:
     print(f"{PROGRAM}: error: {scrub(message, secrets or [])}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def reject(code: str, message: str) -> NoReturn:
+    """A rule rejection: one line that starts with its stable code, exit 3."""
+    print(f"{code}: {' '.join(message.split())}", file=sys.stderr)
+    raise SystemExit(ExitCode.RULE)

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TextIO
 from uuid import UUID
 
 from slot_expiration.cycle import BatchResult, CycleResult
-from slot_expiration.demo.seed import DemoMix, demo_slots
-from slot_expiration.domain import SlotStatus
+from slot_expiration.demo.seed import (
+    DemoMix,
+    DemoSlot,
+    demo_slots,
+    publications,
+    publishing_clock,
+)
+from slot_expiration.domain import Slot, SlotRuleError, SlotStatus
 from slot_expiration.loop import StopSignal, utc_now
 from slot_expiration.options import WorkerOptions
+from slot_expiration.slots import SlotOperations
 from slot_expiration.store.migrate import upgrade
 from slot_expiration.worker import run_worker, store_factory
 
@@ -21,6 +29,7 @@ from slot_expiration.worker import run_worker, store_factory
 class DemoPlan:
     max_cycles: int = 6
     mix: DemoMix = field(default_factory=DemoMix)
+    seed: int | None = None  # None: new agencies and consultants on every run
 
 
 class ProgressHooks:
@@ -78,12 +87,12 @@ async def run_demo(options: WorkerOptions, plan: DemoPlan, out: TextIO) -> None:
     url = options.require_database_url()
     await asyncio.to_thread(upgrade, url)
     now = utc_now()
+    slots = demo_slots(now, plan.mix, plan.seed if plan.seed is not None else _fresh_seed())
+    published = await publish_demo_slots(url, slots, publishing_clock(now), out)
     async with store_factory(options)() as store:
-        async with store.transaction():
-            await store.insert_slots(demo_slots(now, plan.mix))
         before = await store.count_by_status()
         backlog = await store.count_backlog(now)
-    print(f"seeded {plan.mix.total} slots; {backlog} are Available with a past start", file=out)
+    print(f"seeded {len(slots)} slots; {backlog} are Available with a past start", file=out)
     stop = StopSignal()
 
     def serving(url: str) -> None:
@@ -93,6 +102,59 @@ async def run_demo(options: WorkerOptions, plan: DemoPlan, out: TextIO) -> None:
     async with store_factory(options)() as store:
         after = await store.count_by_status()
     print_counts(before, after, out)
+    await show_a_booking_after_expiry(url, published, out)
+
+
+async def publish_demo_slots(
+    url: str, slots: list[DemoSlot], clock: datetime, out: TextIO
+) -> dict[DemoSlot, Slot]:
+    """Publish the demo's slots through the publish operation, its clock set back so that
+    slots in the past can exist, then book and archive some with the same clock."""
+    published: dict[DemoSlot, Slot] = {}
+    async with SlotOperations.connect(url, now=lambda: clock) as ops:
+        for batch in publications(slots):
+            first = batch[0]
+            created = await ops.publish(
+                first.tenant_id, first.consultant_id, [slot.range for slot in batch]
+            )
+            published.update(zip(batch, created, strict=True))
+        for wanted, slot in published.items():
+            if wanted.status is SlotStatus.BOOKED:
+                await ops.book(slot.tenant_id, slot.id)
+            elif wanted.status is SlotStatus.ARCHIVED:
+                await ops.archive(slot.tenant_id, slot.id)
+    booked = sum(s.status is SlotStatus.BOOKED for s in slots)
+    archived = sum(s.status is SlotStatus.ARCHIVED for s in slots)
+    print(
+        f"published {len(slots)} slots for {len({s.consultant_id for s in slots})} consultants "
+        f"through the publish operation, its clock set back to {clock:%Y-%m-%d %H:%M} UTC; "
+        f"booked {booked}, archived {archived}",
+        file=out,
+    )
+    return published
+
+
+async def show_a_booking_after_expiry(
+    url: str, published: dict[DemoSlot, Slot], out: TextIO
+) -> None:
+    """Book the oldest slot left Available (the first the worker expires) now, as a
+    customer would, and show what book-slot answers."""
+    left = [slot for wanted, slot in published.items() if wanted.status is SlotStatus.AVAILABLE]
+    oldest = min(left, key=lambda slot: (slot.start_at, slot.id))
+    async with SlotOperations.connect(url) as ops:
+        try:
+            booked = await ops.book(oldest.tenant_id, oldest.id)
+        except SlotRuleError as refused:
+            answer = f"refused, {refused.describe()}"
+        else:
+            answer = f"booked (version {booked.version})"
+    print(f"\nbooking the oldest past slot {oldest.id} now: {answer}", file=out)
+
+
+def _fresh_seed() -> int:
+    # New agencies and consultants on every run, so the demo can run again on the same
+    # database without its slots overlapping the previous run's.
+    return secrets.randbits(32)
 
 
 def print_counts(before: dict[SlotStatus, int], after: dict[SlotStatus, int], out: TextIO) -> None:

@@ -1,7 +1,9 @@
 """The slot as a value: its row, its identity, its status and the one state machine."""
 
 from slot_expiration.domain.clock import utc_now
+from slot_expiration.domain.errors import SlotRuleError
 from slot_expiration.domain.lifecycle import (
+    BOOK,
     EXPIRE,
     ForbiddenTransitionError,
     Transition,
@@ -13,10 +15,12 @@ from slot_expiration.domain.lifecycle import (
 from slot_expiration.domain.slot import Slot, SlotRef, SlotStatus
 
 __all__ = [
+    "BOOK",
     "EXPIRE",
     "ForbiddenTransitionError",
     "Slot",
     "SlotRef",
+    "SlotRuleError",
     "SlotStatus",
     "Transition",
     "allowed_targets",

@@ -7,18 +7,22 @@
     Booked and Archived: nothing further here (a Booked slot's fate belongs to
     its appointment; Archived is terminal).
 
-Every operation asks `require_transition` before it writes, and every write
-moves `version` up by exactly one and sets `updated_at`. The worker's SQL
-spells its transition (Available -> Expired) as literals so the planner can
-use the index; a test checks those literals against `EXPIRE` here.
+Every write moves `version` up by exactly one and sets `updated_at`. The slot
+context's operations (slot_expiration.slots) guard their one conditional
+UPDATE with `sources_of(target)`, passed as a parameter, and explain a refusal
+with `require_transition`. The worker's SQL spells its transition
+(Available -> Expired) as literals so the planner can use the index; a test
+checks those literals against `EXPIRE` here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final
+from typing import ClassVar, Final
+from uuid import UUID
 
+from slot_expiration.domain.errors import SlotRuleError
 from slot_expiration.domain.slot import SlotStatus
 
 _ALLOWED: Final = MappingProxyType(
@@ -39,15 +43,17 @@ class Transition:
     target: SlotStatus
 
 
-class ForbiddenTransitionError(ValueError):
+class ForbiddenTransitionError(SlotRuleError, ValueError):
     """A transition the state machine does not allow; never a silent no-op."""
 
-    code: Final = "CAL_SLOT_FORBIDDEN_TRANSITION"
+    code: ClassVar[str] = "CAL_SLOT_FORBIDDEN_TRANSITION"
 
-    def __init__(self, source: SlotStatus, target: SlotStatus) -> None:
-        super().__init__(f"a slot cannot go from {source.value} to {target.value}")
+    def __init__(self, source: SlotStatus, target: SlotStatus, slot_id: UUID | None = None) -> None:
+        which = f"slot {slot_id}" if slot_id is not None else "a slot"
+        super().__init__(f"{which} cannot go from {source.value} to {target.value}")
         self.source = source
         self.target = target
+        self.slot_id = slot_id
 
 
 def allowed_targets(source: SlotStatus) -> frozenset[SlotStatus]:
@@ -63,11 +69,14 @@ def is_terminal(status: SlotStatus) -> bool:
     return not _ALLOWED[status]
 
 
-def require_transition(source: SlotStatus, target: SlotStatus) -> Transition:
-    """The transition source -> target, or ForbiddenTransitionError."""
+def require_transition(
+    source: SlotStatus, target: SlotStatus, slot_id: UUID | None = None
+) -> Transition:
+    """The transition source -> target, or ForbiddenTransitionError (naming `slot_id`)."""
     if target not in _ALLOWED[source]:
-        raise ForbiddenTransitionError(source, target)
+        raise ForbiddenTransitionError(source, target, slot_id)
     return Transition(source, target)
 
 
 EXPIRE: Final = require_transition(SlotStatus.AVAILABLE, SlotStatus.EXPIRED)
+BOOK: Final = require_transition(SlotStatus.AVAILABLE, SlotStatus.BOOKED)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Self, TypeVar
 from urllib.parse import (
     parse_qsl,
     unquote,
@@ -26,6 +26,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from slot_expiration.options.listen_address import ListenAddress, parse_listen_address
 
 ENV_PREFIX = "SLOT_EXPIRATION_"
+S = TypeVar("S", bound=BaseSettings)
 # user:password@ after the scheme, for text that urlsplit refuses to parse.
 _USERINFO_PASSWORD = re.compile(r"://[^/@]*?:([^@]*)@")
 _URL_SCHEMES = ("postgresql", "postgres")
@@ -40,10 +41,29 @@ class OptionsError(ValueError):
     """Options that cannot be used; the message names the option, never a secret."""
 
 
-class WorkerOptions(BaseSettings):
+class DatabaseOptions(BaseSettings):
+    """What every command that talks to the calendar's database shares: its URL."""
+
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
 
     database_url: SecretStr | None = None
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            check_database_url(value.get_secret_value())
+        return value
+
+    def require_database_url(self) -> str:
+        if self.database_url is None:
+            raise OptionsError(
+                f"no database URL: pass --database-url or set {ENV_PREFIX}DATABASE_URL"
+            )
+        return self.database_url.get_secret_value()
+
+
+class WorkerOptions(DatabaseOptions):
     batch_size: Annotated[int, Field(ge=1, le=10_000)] = 500
     interval_seconds: Annotated[float, Field(gt=0, le=86_400)] = 300.0
     max_cycle_seconds: Annotated[float, Field(gt=0, le=3_600)] = 30.0
@@ -57,13 +77,6 @@ class WorkerOptions(BaseSettings):
     # Where `run` serves /metrics, /healthz and /readyz; "" turns the endpoint off.
     metrics_addr: str = "127.0.0.1:9464"
 
-    @field_validator("database_url")
-    @classmethod
-    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None:
-            check_database_url(value.get_secret_value())
-        return value
-
     @field_validator("metrics_addr")
     @classmethod
     def _listen_address(cls, value: str) -> str:
@@ -76,13 +89,6 @@ class WorkerOptions(BaseSettings):
         if self.poison_backoff_max_seconds < self.poison_backoff_seconds:
             raise ValueError("poison_backoff_max_seconds must be at least poison_backoff_seconds")
         return self
-
-    def require_database_url(self) -> str:
-        if self.database_url is None:
-            raise OptionsError(
-                f"no database URL: pass --database-url or set {ENV_PREFIX}DATABASE_URL"
-            )
-        return self.database_url.get_secret_value()
 
     def with_database_url(self, url: str) -> WorkerOptions:
         try:
@@ -130,6 +136,9 @@ def url_secrets(url: str) -> list[str]:
     except ValueError:  # not even a URL (an unbalanced '[' in the host, say)
         return [found for found in _USERINFO_PASSWORD.findall(url) if found] or [url]
     candidates = [password, unquote(password)] if password else []
+    # With more than one '@', urlsplit splits at the last one; a message that quotes the
+    # URL escaped (repr) would then still show the part before the first.
+    candidates += _USERINFO_PASSWORD.findall(url)
     for raw in re.findall(r"(?:^|&)password=([^&]*)", parts.query):
         candidates += [raw, unquote_plus(raw)]
     return [secret for secret in dict.fromkeys(candidates) if secret]
@@ -170,8 +179,15 @@ class FlagsOnlyOptions(WorkerOptions):
 def load_options(*, environment: bool = True, **given: Any) -> WorkerOptions:
     """Build the options from flags (None = not given) and, unless told not to, the
     environment."""
-    flags = {name: value for name, value in given.items() if value is not None}
     model = WorkerOptions if environment else FlagsOnlyOptions
+    return load_settings(model, environment=environment, **given)
+
+
+def load_settings(model: type[S], *, environment: bool = True, **given: Any) -> S:
+    """Any of the product's option objects from flags (None = not given) and the
+    environment; a wrong value is an OptionsError naming its flag and variable.
+    `environment` only tells the message whether to name the variable."""
+    flags = {name: value for name, value in given.items() if value is not None}
     try:
         return model(**flags)
     except ValidationError as exc:

@@ -165,15 +165,29 @@ TRUNCATE bench_booking_candidates;
 ANALYZE bench_booking_candidates;
 
 -- name: bench_pick_booking
--- pgbench: one candidate slot by its row number; the columns become variables.
-SELECT slot_id, tenant_id FROM bench_booking_candidates WHERE n = %(n)s;
+-- pgbench: one candidate slot by its row number, and the moment of the booking;
+-- the columns become pgbench variables, the parameters of book_slot
+-- (slot_context.sql) that do not come from the command line.
+SELECT
+    slot_id AS id,
+    tenant_id,
+    now() AS now,
+    now() + make_interval(mins => %(lead_minutes)s) AS earliest_start
+FROM bench_booking_candidates
+WHERE n = %(n)s;
 
--- name: bench_book_slot
--- The booking a client sends while the worker drains: until the slot context
--- has its own book-slot statement, this single-row transition stands in.
-UPDATE availability_slots
-SET status = 'Booked', version = version + 1, updated_at = now()
-WHERE id = %(slot_id)s AND status = 'Available';
+-- name: bench_booked_candidates
+-- Candidates the booking load has booked: proof that its bookings took.
+SELECT count(*)
+FROM bench_booking_candidates AS c
+JOIN availability_slots AS s ON s.id = c.slot_id
+WHERE s.status = 'Booked';
+
+-- name: bench_begin
+BEGIN;
+
+-- name: bench_commit
+COMMIT;
 
 -- name: bench_gate_workers
 -- Held in a transaction, it makes every worker's first statement on the

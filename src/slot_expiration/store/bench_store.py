@@ -210,6 +210,9 @@ class BenchStore:
         await self._execute("bench_analyze_booking_candidates")
         return filled
 
+    async def booked_candidates(self) -> int:
+        return int(await self._value("bench_booked_candidates"))
+
     # --- worker processes ---------------------------------------------------------------
 
     @asynccontextmanager
@@ -271,12 +274,15 @@ class BenchStore:
         return rows[0][0]
 
 
-# The booking statement section d's load runs. When the slot context ships its
-# own book-slot statement, name it here (its parameters must be columns of
-# bench_pick_booking, which hands them to pgbench).
-BOOKING_STATEMENT = "bench_book_slot"
+# The booking that section d's load sends: the slot context's own book-slot
+# statement, in a transaction as the book operation runs it, after a statement
+# that picks a candidate slot and gives the booking the rest of its parameters.
+BOOKING_STATEMENT = "book_slot"
 
 
-def booking_statements() -> tuple[str, str]:
-    """(pick a candidate slot, book it): the two statements of the pgbench script."""
-    return query("bench_pick_booking"), query(BOOKING_STATEMENT)
+def booking_statements() -> tuple[str, ...]:
+    """The statements of one booking, in order (pick, BEGIN, book-slot, COMMIT)."""
+    return tuple(
+        query(name)
+        for name in ("bench_pick_booking", "bench_begin", BOOKING_STATEMENT, "bench_commit")
+    )

@@ -1,0 +1,59 @@
+"""The slot context around the worker: publish, book-slot, showcase, agent list, archive."""
+
+from slot_expiration.domain import ForbiddenTransitionError, SlotRuleError
+from slot_expiration.slots.cursor import InvalidCursorError, ShowcaseCursor
+from slot_expiration.slots.errors import (
+    RULE_ERRORS,
+    BatchTooLargeError,
+    BeyondHorizonError,
+    EmptyBatchError,
+    InvalidRangeError,
+    LeadTimeViolationError,
+    SlotNotAvailableError,
+    SlotNotFoundError,
+    SlotOverlapError,
+    StartNotInFutureError,
+)
+from slot_expiration.slots.operations import SlotOperations
+from slot_expiration.slots.options import SlotOptions
+from slot_expiration.slots.ranges import OverlapConflict, SlotRange
+from slot_expiration.slots.rules import BOOKABLE, MAX_BATCH_SLOTS, OCCUPYING, SlotPolicy
+from slot_expiration.slots.views import (
+    DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+    WORKING_VIEW,
+    PageRequest,
+    ShowcasePage,
+    TimeWindow,
+)
+
+__all__ = [
+    "BOOKABLE",
+    "DEFAULT_PAGE_SIZE",
+    "MAX_BATCH_SLOTS",
+    "MAX_PAGE_SIZE",
+    "OCCUPYING",
+    "RULE_ERRORS",
+    "WORKING_VIEW",
+    "BatchTooLargeError",
+    "BeyondHorizonError",
+    "EmptyBatchError",
+    "ForbiddenTransitionError",
+    "InvalidCursorError",
+    "InvalidRangeError",
+    "LeadTimeViolationError",
+    "OverlapConflict",
+    "PageRequest",
+    "ShowcaseCursor",
+    "ShowcasePage",
+    "SlotNotAvailableError",
+    "SlotNotFoundError",
+    "SlotOperations",
+    "SlotOptions",
+    "SlotOverlapError",
+    "SlotPolicy",
+    "SlotRange",
+    "SlotRuleError",
+    "StartNotInFutureError",
+    "TimeWindow",
+]

@@ -1,0 +1,65 @@
+"""The slot context's rules that need no database: publication limits and lead time."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from slot_expiration.domain import SlotStatus, sources_of
+from slot_expiration.slots.errors import (
+    BatchTooLargeError,
+    BeyondHorizonError,
+    EmptyBatchError,
+    InvalidRangeError,
+    SlotOverlapError,
+    StartNotInFutureError,
+)
+from slot_expiration.slots.ranges import SlotRange, overlaps_within
+
+MAX_BATCH_SLOTS: Final = 500
+"""ADR-0064: one publication holds at most this many slots."""
+
+OCCUPYING: Final = frozenset({SlotStatus.AVAILABLE, SlotStatus.BOOKED})
+"""INV-SLT-2: the statuses in which a slot takes its consultant's time. Expired and
+Archived slots never block a new publication."""
+
+BOOKABLE: Final = sources_of(SlotStatus.BOOKED)
+"""What the public showcase lists: the statuses book-slot can start from."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlotPolicy:
+    """The tunable rules: how far ahead slots may be published, how soon before its
+    start a slot can still be booked (and is still shown)."""
+
+    horizon: timedelta = timedelta(days=90)
+    min_lead_time: timedelta = timedelta(minutes=60)
+
+    def earliest_bookable_start(self, now: datetime, min_lead_time: timedelta | None) -> datetime:
+        """A slot can be booked (and is shown) if it starts at this moment or later."""
+        return now + (self.min_lead_time if min_lead_time is None else min_lead_time)
+
+
+def check_publication(batch: Sequence[SlotRange], now: datetime, horizon: timedelta) -> None:
+    """Raise the first rule the batch breaks, naming every slot that breaks it.
+
+    In order: the batch size (1..500), each range, starting after `now`,
+    starting within the horizon, then overlaps inside the batch. The overlaps
+    with slots already published need the database (see the operations).
+    """
+    if not batch:
+        raise EmptyBatchError
+    if len(batch) > MAX_BATCH_SLOTS:
+        raise BatchTooLargeError(len(batch), MAX_BATCH_SLOTS)
+    numbered = list(enumerate(batch, start=1))
+    if inverted := [(i, slot) for i, slot in numbered if slot.end_at <= slot.start_at]:
+        raise InvalidRangeError(inverted)
+    if early := [(i, slot) for i, slot in numbered if slot.start_at <= now]:
+        raise StartNotInFutureError(early, now)
+    latest_start = now + horizon
+    if late := [(i, slot) for i, slot in numbered if slot.start_at > latest_start]:
+        raise BeyondHorizonError(late, latest_start)
+    if conflicts := overlaps_within(batch):
+        raise SlotOverlapError(conflicts)
