@@ -117,7 +117,8 @@ def render_markdown(report: BenchReport) -> str:
         *(_row(row) for row in table_rows(report)),
         "",
         (
-            "Each section, and each phase of e, starts after a CHECKPOINT. "
+            "Each section, and each phase of e, starts after a CHECKPOINT; autovacuum is off "
+            "for the table while sections measure (they VACUUM it themselves). "
             if facts.checkpoint_before_sections
             else "The role may not CHECKPOINT: sections start without one. "
         )

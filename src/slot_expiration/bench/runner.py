@@ -59,7 +59,10 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 prepared_statements=options.prepared_statements,
             )
             table = await _prepare(ctx, options.sections)
-            results, conditions = await _measure(ctx, options.sections)
+            try:
+                results, conditions = await _measure(ctx, options.sections)
+            finally:
+                await store.autovacuum(enabled=True)
             facts = RunFacts(
                 mode=options.mode.value,
                 command=command,
@@ -90,6 +93,10 @@ async def _prepare(ctx: BenchContext, sections: tuple[Section, ...]) -> LoadedTa
     shape = ctx.plan.table
     ctx.progress(f"loading {shape.slots:,} slots ({shape.due:,} due)")
     table = await load_table(ctx.store, shape, ctx.as_of)
+    # The sections vacuum the table themselves before each part they measure; an
+    # autovacuum starting by itself in the middle of one would weigh on whatever ran
+    # then (what autovacuum does to the batches is section e's subject).
+    await ctx.store.autovacuum(enabled=False)
     ctx.progress(f"loaded in {table.load_seconds:.1f} s: {table.by_status}")
     occasion = f"{shape.slots:,} slots, {shape.due:,} due, as loaded"
     for statement in (
