@@ -36,7 +36,10 @@ async def test_run_serves_its_metrics_health_and_readiness_while_it_polls(
         async def all_expired_counted() -> bool:
             status, text = await get(f"{url}/metrics")
             scraped.append(text)
-            return status == 200 and sample(text, f"{P}_items_total") == len(due)
+            # Items count as each batch commits, the backlog once its cycle completes:
+            # a scrape between the two sees the last batch counted and the old backlog.
+            counted = sample(text, f"{P}_items_total") == len(due)
+            return status == 200 and counted and sample(text, f"{P}_backlog") == 0
 
         await worker.until(all_expired_counted, "items_total counting the 5 expired slots")
         health = await get_json(f"{url}/healthz")

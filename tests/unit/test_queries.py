@@ -22,7 +22,7 @@ USED_BY_SLOT_STORE = (
 )
 
 
-SQL_FILES = ("queries.sql", "operations.sql", "slot_context.sql")
+SQL_FILES = ("queries.sql", "operations.sql", "slot_context.sql", "bench.sql")
 
 
 def _names_declared_in(file_name: str) -> list[str]:
@@ -56,6 +56,10 @@ def test_statement_names_are_unique_across_the_sql_files() -> None:
     declared = [name for file_name in SQL_FILES for name in _names_declared_in(file_name)]
 
     assert len(declared) == len(set(declared))
+
+
+def test_the_benchmarks_bare_batch_statement_is_served_by_query() -> None:
+    assert "FOR UPDATE SKIP LOCKED" in query("bench_bare_batch")
 
 
 @pytest.mark.parametrize("name", sorted(load_queries()))

@@ -11,6 +11,7 @@ import sys
 import click
 
 from slot_expiration.cli.admin_commands import grant
+from slot_expiration.cli.bench_command import bench
 from slot_expiration.cli.common import input_secrets
 from slot_expiration.cli.demo_command import demo
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
@@ -29,7 +30,7 @@ def cli() -> None:
     """Moves Available slots whose start has passed to Expired, in batches, oldest first."""
 
 
-for command in (migrate, grant, once, run, quarantine, slots, demo, status):
+for command in (migrate, grant, once, run, quarantine, slots, demo, status, bench):
     cli.add_command(command)
 
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -27,7 +28,7 @@ SERVER_ACCOUNT = "postgres"
 _DEBIAN_BINDIRS = Path("/usr/lib/postgresql")
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 # Throwaway data: durability settings off make the tests several times faster.
-_FAST_UNSAFE = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
+FAST_UNSAFE = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
 
 
 class EmbeddedPostgresError(RuntimeError):
@@ -65,9 +66,18 @@ def free_port() -> int:
 
 
 class EmbeddedPostgres:
-    """Start with `start()` (or `with`), stop with `stop()`; the data folder is removed."""
+    """Start with `start()` (or `with`), stop with `stop()`; the data folder is removed.
 
-    def __init__(self, data_root: Path | None = None, port: int | None = None) -> None:
+    `settings` are the server's own (`name=value`), on top of listening on
+    loopback only; the default trades durability for speed.
+    """
+
+    def __init__(
+        self,
+        data_root: Path | None = None,
+        port: int | None = None,
+        settings: Sequence[str] = FAST_UNSAFE,
+    ) -> None:
         self._bindir = find_bindir()
         self._account = _server_account()
         self._owns_root = data_root is None
@@ -75,6 +85,7 @@ class EmbeddedPostgres:
         self.port = port or free_port()
         self.data_dir = self._root / "data"
         self.log_file = self._root / "server.log"
+        self._settings = tuple(settings)
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -152,7 +163,7 @@ class EmbeddedPostgres:
             "listen_addresses=127.0.0.1",
             f"unix_socket_directories={self._root}",
             "max_connections=100",
-            *_FAST_UNSAFE,
+            *self._settings,
         ]
         return ["-p", str(self.port), *(arg for s in settings for arg in ("-c", s))]
 

@@ -1,0 +1,92 @@
+"""Where a benchmark runs: a private embedded server, or a database the user names.
+
+Either way the benchmark works in a schema of its own, `slot_expiration_bench`,
+put first on the search path of every session it opens (its own, the worker
+processes', pgbench's) through the URL's `options`. It creates the schema,
+migrates it like a calendar database, and drops it at the end: a database the
+user names gets that schema for the duration of the run and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.options import redact_url
+from slot_expiration.store.bench_store import BENCH_SCHEMA, BenchStore
+from slot_expiration.store.migrate import upgrade
+
+# A server like a modest production one: durable (PostgreSQL's own defaults for
+# fsync, synchronous_commit and full_page_writes), with room in shared memory.
+# The benchmark checkpoints before each measured part itself (see bench_checkpoint);
+# timed checkpoints are spaced out so that none lands in the middle of a section,
+# where it would weigh on whatever ran then.
+BENCH_SERVER_SETTINGS = (
+    "shared_buffers=1GB",
+    "maintenance_work_mem=256MB",
+    "max_wal_size=8GB",
+    "checkpoint_timeout=30min",
+)
+# What the report records of the server it ran on.
+REPORTED_SETTINGS = (
+    "autovacuum",
+    "checkpoint_timeout",
+    "fsync",
+    "full_page_writes",
+    "max_wal_size",
+    "plan_cache_mode",
+    "random_page_cost",
+    "shared_buffers",
+    "synchronous_commit",
+    "wal_level",
+    "work_mem",
+)
+
+
+def bench_url(url: str) -> str:
+    """The URL with the benchmark's schema first on the search path (other options kept)."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    ours = f"-c search_path={BENCH_SCHEMA}"
+    options = [value for key, value in pairs if key == "options"]
+    rest = [(key, value) for key, value in pairs if key != "options"]
+    merged = " ".join([*options, ours]) if options else ours
+    query = urlencode([*rest, ("options", merged)], quote_via=quote)
+    return urlunsplit(parts._replace(query=query))
+
+
+@dataclass(frozen=True, slots=True)
+class BenchDatabase:
+    """The benchmark's database: `url` reaches its schema; `where` says it for people."""
+
+    url: str
+    where: str
+    embedded: bool
+
+
+@asynccontextmanager
+async def bench_database(database_url: str | None) -> AsyncIterator[BenchDatabase]:
+    """Start (or reach) the server, create and migrate the schema; drop it on the way out."""
+    async with AsyncExitStack() as stack:
+        if database_url is None:
+            server = EmbeddedPostgres(settings=BENCH_SERVER_SETTINGS)
+            await asyncio.to_thread(server.start)
+            stack.callback(server.close)
+            base, where, embedded = server.url, f"embedded PostgreSQL on port {server.port}", True
+        else:
+            base, where, embedded = database_url, redact_url(database_url), False
+        async with BenchStore.connect(base) as store:
+            await store.create_schema()
+        try:
+            url = bench_url(base)
+            await asyncio.to_thread(upgrade, url)
+            async with BenchStore.connect(url) as store:
+                await store.require_bench_schema()
+            yield BenchDatabase(url=url, where=where, embedded=embedded)
+        finally:
+            async with BenchStore.connect(base) as store:
+                await store.drop_schema()

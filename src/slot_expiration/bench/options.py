@@ -1,0 +1,108 @@
+"""The benchmark command's options, checked before anything runs.
+
+The benchmark reads no SLOT_EXPIRATION_* variable: it writes to the database
+it is given, so that database must be named on its command line, never picked
+up from a deployment's environment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from slot_expiration.bench.plan import Mode, Section
+from slot_expiration.options.settings import check_database_url, redact_url
+
+DEFAULT_JSON_OUT = Path("bench-results.json")
+
+
+class BenchOptionsError(ValueError):
+    """A wrong option; the message names it and never echoes a password."""
+
+
+@dataclass(frozen=True, slots=True)
+class BenchOptions:
+    mode: Mode
+    sections: tuple[Section, ...]
+    json_out: Path
+    database_url: str | None  # None: a private embedded server
+    prepared_statements: bool = False  # the worker's own option, passed on to it
+
+
+def bench_options(  # noqa: PLR0913 - one keyword per option of the command
+    *,
+    quick: bool,
+    full: bool,
+    sections: str | None,
+    json_out: str | None,
+    database_url: str | None,
+    prepared_statements: bool = False,
+) -> BenchOptions:
+    return BenchOptions(
+        mode=choose_mode(quick=quick, full=full),
+        sections=parse_sections(sections),
+        json_out=check_json_out(json_out),
+        database_url=check_url(database_url),
+        prepared_statements=prepared_statements,
+    )
+
+
+def choose_mode(*, quick: bool, full: bool) -> Mode:
+    if quick and full:
+        raise BenchOptionsError("--quick and --full exclude each other: choose one")
+    if quick:
+        return Mode.QUICK
+    return Mode.FULL if full else Mode.DEFAULT
+
+
+def parse_sections(text: str | None) -> tuple[Section, ...]:
+    """`a,c,e` -> those sections in the order a run measures them; None -> all."""
+    if text is None:
+        return tuple(Section)
+    wanted = [part.strip().lower() for part in text.split(",")]
+    known = {section.value: section for section in Section}
+    unknown = [part for part in wanted if part not in known]
+    if unknown or not wanted:
+        choices = ", ".join(sorted(known))
+        raise BenchOptionsError(
+            f"--sections: unknown section {unknown[0]!r} (choose from "
+            f"{choices}, separated by commas)"
+        )
+    return tuple(section for section in Section if section.value in wanted)
+
+
+def check_json_out(text: str | None) -> Path:
+    """A file path whose folder exists (the file itself is replaced)."""
+    path = Path(text) if text is not None else DEFAULT_JSON_OUT
+    if not path.name or path.is_dir():
+        raise BenchOptionsError(f"--json-out: {str(path)!r} is a folder, not a file")
+    folder = path.parent if str(path.parent) else Path()
+    if not folder.is_dir():
+        raise BenchOptionsError(f"--json-out: folder {str(folder)!r} does not exist")
+    return path
+
+
+def check_url(url: str | None) -> str | None:
+    if url is None:
+        return None
+    try:
+        check_database_url(url)
+    except ValueError as exc:
+        raise BenchOptionsError(f"--database-url: {exc}") from None
+    return url
+
+
+def reproduce_command(options: BenchOptions) -> str:
+    """The command line that runs the same benchmark again (a password shown as ***)."""
+    parts = ["slot-expiration", "bench"]
+    if options.mode is not Mode.DEFAULT:
+        parts.append(f"--{options.mode.value}")
+    if options.sections != tuple(Section):
+        parts += ["--sections", ",".join(section.value for section in options.sections)]
+    if options.prepared_statements:
+        parts.append("--prepared-statements")
+    if options.database_url is not None:
+        parts += ["--database-url", f"'{redact_url(options.database_url)}'"]
+    if options.json_out != DEFAULT_JSON_OUT:
+        parts += ["--json-out", str(options.json_out)]
+    return " ".join(parts)

@@ -1,0 +1,399 @@
+"""The run's figures: a Markdown table for people (stdout) and the same as JSON (a file)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from slot_expiration.bench.batch_section import BatchComparison
+from slot_expiration.bench.booking_section import BookingInterference
+from slot_expiration.bench.dataset import LoadedTable
+from slot_expiration.bench.drain_section import DrainComparison
+from slot_expiration.bench.growth_section import Growth, GrowthPoint
+from slot_expiration.bench.memory_section import MemoryProfile
+from slot_expiration.bench.parallel_section import ParallelDrain
+from slot_expiration.bench.stats import Distribution, ratio
+from slot_expiration.bench.targets import (
+    BATCH_RATIO,
+    BOOKING_P99,
+    DRAIN_RATIO,
+    GROWTH_RATIO,
+    GROWTH_REFERENCE_SLOTS,
+    GROWTH_TARGET_SLOTS,
+    IDLE_MEMORY,
+    TargetCheck,
+)
+
+HEADER = ("section", "measure", "result", "compared with", "ratio", "target", "verdict")
+DASH = "-"
+
+
+@dataclass(frozen=True, slots=True)
+class Conditions:
+    """What else went on while a section ran: a busy machine or server shows here."""
+
+    load_before: float  # 1-minute load average (the run's own processes count too)
+    load_after: float
+    checkpoints: int  # during the section, besides the benchmark's own
+    autovacuum_runs: int  # autovacuum and autoanalyze runs on the slot table
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    mode: str
+    command: str  # what reproduces the run (a password in a URL shown as ***)
+    database: str
+    embedded: bool
+    started_at: str
+    seconds: float
+    cpus: int
+    as_of: str
+    server_version: str
+    server_settings: dict[str, str]
+    table: LoadedTable | None  # the table of sections a-d and f, as loaded
+    prepared_statements: bool  # the worker's --prepared-statements
+    checkpoint_before_sections: bool  # False: the role may not CHECKPOINT (a given database)
+    load_before_run: tuple[float, float, float]  # 1, 5, 15 minutes: the machine's own load
+    cpu_busy_before_run: float  # share of all CPUs busy (others' work) just before the run
+    conditions: dict[str, Conditions]  # per section
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResults:
+    batch: BatchComparison | None = None
+    drain: DrainComparison | None = None
+    parallel: tuple[ParallelDrain, ...] | None = None
+    booking: BookingInterference | None = None
+    memory: MemoryProfile | None = None
+    growth: Growth | None = None
+    plans: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchReport:
+    facts: RunFacts
+    results: BenchResults
+
+    def checks(self) -> list[TargetCheck]:
+        r = self.results
+        absent = "section not run"
+        return [
+            BATCH_RATIO.check(r.batch.median_ratio if r.batch else None, absent),
+            DRAIN_RATIO.check(r.drain.time_ratio if r.drain else None, absent),
+            BOOKING_P99.check(r.booking.p99_ratio if r.booking else None, absent),
+            GROWTH_RATIO.check(*growth_target_value(r.growth)),
+            IDLE_MEMORY.check(r.memory.idle_mb if r.memory else None, absent),
+        ]
+
+
+def growth_target_value(growth: Growth | None) -> tuple[float | None, str]:
+    if growth is None:
+        return None, "section not run"
+    by_size = {point.slots: point for point in growth.points}
+    reference, target = by_size.get(GROWTH_REFERENCE_SLOTS), by_size.get(GROWTH_TARGET_SLOTS)
+    if reference is None or target is None:
+        return None, "needs --full for 10 million slots"
+    return target.clean.worker.median / reference.clean.worker.median, ""
+
+
+# --- Markdown -----------------------------------------------------------------------------
+
+
+def render_markdown(report: BenchReport) -> str:
+    facts = report.facts
+    prepared = "on" if facts.prepared_statements else "off"
+    lines = [
+        f"## slot-expiration bench ({facts.mode})",
+        "",
+        f"`{facts.command}` on {facts.database} (PostgreSQL {facts.server_version}), "
+        f"{facts.cpus} CPUs, {facts.seconds:.0f} s, started {facts.started_at}; the worker's "
+        f"server-side prepared statements {prepared}.",
+        "",
+        _row(HEADER),
+        _row(tuple("---" for _ in HEADER)),
+        *(_row(row) for row in table_rows(report)),
+        "",
+        (
+            "Each section, and each phase of e, starts after a CHECKPOINT; autovacuum is off "
+            "for the table while sections measure (they VACUUM it themselves). "
+            if facts.checkpoint_before_sections
+            else "The role may not CHECKPOINT: sections start without one. "
+        )
+        + f"Before the run the CPUs were {facts.cpu_busy_before_run:.0%} busy with other work; "
+        "load average (1, 5, 15 min): "
+        f"{' / '.join(f'{v:.2f}' for v in facts.load_before_run)}. Per section: 1-min load "
+        "before -> after (the run's own processes count too), other checkpoints, autovacuum runs, "
+        "seconds: "
+        + "; ".join(
+            f"{name} {c.load_before:.2f} -> {c.load_after:.2f}, {c.checkpoints}, "
+            f"{c.autovacuum_runs}, {c.seconds:.0f} s"
+            for name, c in facts.conditions.items()
+        )
+        + ".",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _row(cells: tuple[str, ...]) -> str:
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
+Row = tuple[str, str, str, str, str, str, str]
+
+
+def table_rows(report: BenchReport) -> list[Row]:
+    checks = {check.target.section: check for check in report.checks()}
+    r = report.results
+    rows: list[Row] = []
+    if r.batch:
+        rows += _batch_rows(r.batch, checks["a"])
+    if r.drain:
+        rows += _drain_rows(r.drain, checks["b"])
+    if r.parallel:
+        rows += _parallel_rows(r.parallel)
+    if r.booking:
+        rows += _booking_rows(r.booking, checks["d"])
+    if r.growth:
+        rows += _growth_rows(r.growth, checks["e"])
+    if r.memory:
+        rows += _memory_rows(r.memory, checks["f"])
+    return rows
+
+
+def _ms(d: Distribution) -> str:
+    return f"{d.median:.2f} ms median, {d.p95:.2f} p95"
+
+
+def _x(value: float | None) -> str:
+    return f"{value:.2f}" if value is not None else DASH
+
+
+def _batch_rows(a: BatchComparison, check: TargetCheck) -> Iterator[Row]:
+    yield (
+        "a. one batch of 500",
+        f"inside drain cycles ({a.worker.count} batches each)",
+        f"worker {_ms(a.worker)}",
+        f"bare {_ms(a.bare)}",
+        f"{_x(a.median_ratio)} (p95 {_x(a.p95_ratio)})",
+        check.target.describe(),
+        check.describe(),
+    )
+    yield (
+        "a. one batch of 500",
+        f"the worker's statement alone, one round trip ({a.statement_only.count}, "
+        "each beside a bare one)",
+        f"statement {_ms(a.statement_only)}",
+        f"bare {_ms(a.statement_bare)}",
+        _x(ratio(a.statement_only.median, a.statement_bare.median)),
+        DASH,
+        DASH,
+    )
+    later = f" / {a.later_batches.median:.2f}" if a.later_batches else ""
+    yield (
+        "a. one batch of 500",
+        "worker batch by place in its cycle: 1st / later (median ms)",
+        f"{a.first_batches.median:.2f}{later}",
+        f"opening a session {a.session_open.median:.2f} ms",
+        DASH,
+        DASH,
+        DASH,
+    )
+    yield (
+        "a. one batch of 500",
+        f"default mode: one batch per cycle ({a.single_batch.count} cycles)",
+        f"batch {_ms(a.single_batch)}",
+        f"whole cycle {_ms(a.single_cycle)}",
+        DASH,
+        DASH,
+        DASH,
+    )
+
+
+def _drain_rows(b: DrainComparison, check: TargetCheck) -> Iterator[Row]:
+    w, bare = b.worker, b.bare
+    yield (
+        f"b. drain {b.backlog:,}",
+        "rows per second",
+        f"worker {w.rows_per_second:,.0f} rows/s ({w.seconds:.2f} s, {w.batches} batches)",
+        f"bare loop {bare.rows_per_second:,.0f} rows/s ({bare.seconds:.2f} s)",
+        f"{_x(b.time_ratio)} (time)",
+        check.target.describe(),
+        check.describe(),
+    )
+    yield (
+        f"b. drain {b.backlog:,}",
+        "batch ms, first 10 / last 10 (median); WAL written",
+        f"worker {w.first_batches_ms:.2f} / {w.last_batches_ms:.2f}; {w.wal_mb:,.0f} MB",
+        f"bare {bare.first_batches_ms:.2f} / {bare.last_batches_ms:.2f}; {bare.wal_mb:,.0f} MB",
+        DASH,
+        DASH,
+        DASH,
+    )
+
+
+def _parallel_rows(drains: tuple[ParallelDrain, ...]) -> Iterator[Row]:
+    single = drains[0]
+    for c in drains:
+        yield (
+            f"c. drain {c.backlog:,}",
+            f"{c.processes} worker process{'es' if c.processes > 1 else ''}",
+            f"{c.rows_per_second:,.0f} rows/s ({c.seconds:.2f} s, {c.batches} batches, "
+            f"{c.skipped_locked:,} skipped locked)",
+            f"{single.processes} process: {single.rows_per_second:,.0f} rows/s",
+            f"{c.rows_per_second / single.rows_per_second:.2f}" if single.rows_per_second else DASH,
+            "every row expired exactly once",
+            "yes" if c.exactly_once else "NO",
+        )
+
+
+def _booking_rows(d: BookingInterference, check: TargetCheck) -> Iterator[Row]:
+    w, wo = d.with_worker, d.without_worker
+    pairs = f"{d.pairs} pair{'s' if d.pairs > 1 else ''} of runs"
+    load = f"{d.rate_per_second}/s, {d.clients} clients, {pairs}"
+    yield (
+        "d. booking latency",
+        f"p50 ({load})",
+        f"with worker {w.latency_ms.median:.2f} ms ({w.bookings} bookings)",
+        f"without {wo.latency_ms.median:.2f} ms ({wo.bookings} bookings)",
+        _x(d.p50_ratio),
+        DASH,
+        DASH,
+    )
+    yield (
+        "d. booking latency",
+        f"p99 ({load})",
+        f"with worker {w.latency_ms.p99:.2f} ms (worker {d.worker_rows_per_second:,.0f} rows/s)",
+        f"without {wo.latency_ms.p99:.2f} ms",
+        f"{_x(d.p99_ratio)} (each pair: {', '.join(_x(r) for r in d.pair_p99_ratios)})",
+        check.target.describe(),
+        check.describe(),
+    )
+
+
+def _growth_rows(e: Growth, check: TargetCheck) -> Iterator[Row]:
+    reference = e.points[0]
+    for point in e.points:
+        yield from _growth_point_rows(point, reference)
+    yield (
+        "e. growth",
+        "largest vs smallest table, clean worker batch",
+        f"{e.points[-1].slots:,} slots",
+        f"{reference.slots:,} slots",
+        _x(e.largest_vs_smallest),
+        check.target.describe(),
+        check.describe(),
+    )
+
+
+def _growth_point_rows(p: GrowthPoint, reference: GrowthPoint) -> Iterator[Row]:
+    label, base = f"e. {p.slots:,} slots", reference.clean.worker.median
+    yield (
+        label,
+        "one batch, clean (ms)",
+        f"worker {_ms(p.clean.worker)}",
+        f"bare {_ms(p.clean.bare)}",
+        f"{p.clean.worker.median / base:.2f} (vs {reference.slots:,} clean)",
+        DASH,
+        DASH,
+    )
+    yield (
+        label,
+        f"after {p.expired_wave:,} expiries, not vacuumed (ms)",
+        f"worker: first {p.first_batch_after_wave_ms:.2f}, then {_ms(p.dead.worker)}",
+        f"bare {_ms(p.dead.bare)}",
+        f"{p.dead.worker.median / p.clean.worker.median:.2f} (vs clean)",
+        DASH,
+        DASH,
+    )
+    yield (
+        label,
+        "after VACUUM (ms)",
+        f"worker {_ms(p.vacuumed.worker)}",
+        f"bare {_ms(p.vacuumed.bare)}",
+        f"{p.vacuumed.worker.median / p.clean.worker.median:.2f} (vs clean)",
+        DASH,
+        DASH,
+    )
+
+
+def _memory_rows(f: MemoryProfile, check: TargetCheck) -> Iterator[Row]:
+    yield (
+        "f. worker memory",
+        "resident, idle (`run`)",
+        f"{f.idle_mb:.1f} MB",
+        DASH,
+        DASH,
+        check.target.describe(),
+        check.describe(),
+    )
+    yield (
+        "f. worker memory",
+        f"resident, draining {f.drained_rows:,} rows (peak)",
+        f"{f.draining_peak_mb:.1f} MB",
+        f"idle {f.idle_mb:.1f} MB",
+        DASH,
+        DASH,
+        DASH,
+    )
+    yield (
+        "f. worker memory",
+        "resident, idle after the drain",
+        f"{f.idle_after_drain_mb:.1f} MB",
+        f"lifetime peak {f.lifetime_peak_mb:.1f} MB",
+        DASH,
+        DASH,
+        DASH,
+    )
+
+
+# --- JSON ---------------------------------------------------------------------------------
+
+
+def to_json(report: BenchReport) -> dict[str, Any]:
+    """Every figure of the table, as numbers, plus the run's facts and the plans."""
+    r = report.results
+    sections = {
+        "a": r.batch,
+        "b": r.drain,
+        "c": list(r.parallel) if r.parallel else None,
+        "d": r.booking,
+        "e": r.growth,
+        "f": r.memory,
+    }
+    return {
+        "run": _plain(report.facts),
+        "sections": {key: _plain(value) for key, value in sections.items() if value is not None},
+        "targets": [
+            {
+                "section": check.target.section,
+                "what": check.target.what,
+                "limit": check.target.limit,
+                "goal": check.target.goal,
+                "value": check.value,
+                "verdict": check.verdict.value,
+                "note": check.why_not_measured,
+            }
+            for check in report.checks()
+        ],
+        "plans": r.plans,
+    }
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses to dicts (with their derived figures), tuples to lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        plain = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        for name in _DERIVED.get(type(value).__name__, ()):
+            plain[name] = _plain(getattr(value, name))
+        return plain
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    return value
+
+
+_DERIVED = {"ParallelDrain": ("exactly_once",), "Growth": ("largest_vs_smallest",)}

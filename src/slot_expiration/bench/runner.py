@@ -1,0 +1,136 @@
+"""One benchmark run: the database, the table, each chosen section in turn, the report."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from slot_expiration.bench.batch_section import measure_batches
+from slot_expiration.bench.booking_section import measure_bookings
+from slot_expiration.bench.context import BenchContext, Progress
+from slot_expiration.bench.database import REPORTED_SETTINGS, bench_database
+from slot_expiration.bench.dataset import LoadedTable, load_table, reference_time
+from slot_expiration.bench.drain_section import measure_drains
+from slot_expiration.bench.growth_section import measure_growth
+from slot_expiration.bench.machine import cpu_busy
+from slot_expiration.bench.memory_section import measure_memory
+from slot_expiration.bench.options import BenchOptions
+from slot_expiration.bench.parallel_section import measure_parallel
+from slot_expiration.bench.plan import Section, plan_for
+from slot_expiration.bench.report import BenchReport, BenchResults, Conditions, RunFacts
+from slot_expiration.store.bench_store import BenchStore
+
+BUSY_SAMPLE_SECONDS = 3.0
+_RESULT_FIELD = {
+    Section.BATCH: "batch",
+    Section.DRAIN: "drain",
+    Section.PARALLEL: "parallel",
+    Section.BOOKING: "booking",
+    Section.MEMORY: "memory",
+    Section.GROWTH: "growth",
+}
+_MEASURE: dict[Section, Callable[[BenchContext], Awaitable[Any]]] = {
+    Section.BATCH: measure_batches,
+    Section.DRAIN: measure_drains,
+    Section.PARALLEL: measure_parallel,
+    Section.BOOKING: measure_bookings,
+    Section.MEMORY: measure_memory,
+    Section.GROWTH: measure_growth,
+}
+
+
+async def run_bench(options: BenchOptions, command: str, progress: Progress) -> BenchReport:
+    load_before = os.getloadavg()
+    busy_before = await cpu_busy(BUSY_SAMPLE_SECONDS)
+    started_at, started = datetime.now(UTC), time.monotonic()
+    async with bench_database(options.database_url) as database:
+        progress(f"on {database.where}: schema slot_expiration_bench created")
+        async with BenchStore.connect(database.url) as store:
+            ctx = BenchContext(
+                url=database.url,
+                as_of=reference_time(started_at),
+                plan=plan_for(options.mode),
+                store=store,
+                progress=progress,
+                prepared_statements=options.prepared_statements,
+            )
+            table = await _prepare(ctx, options.sections)
+            try:
+                results, conditions = await _measure(ctx, options.sections)
+            finally:
+                await store.autovacuum(enabled=True)
+            facts = RunFacts(
+                mode=options.mode.value,
+                command=command,
+                database=database.where,
+                embedded=database.embedded,
+                started_at=started_at.isoformat(timespec="seconds"),
+                seconds=0.0,
+                cpus=os.cpu_count() or 0,
+                as_of=ctx.as_of.isoformat(),
+                server_version=await store.server_version(),
+                server_settings=await store.server_settings(REPORTED_SETTINGS),
+                table=table,
+                prepared_statements=options.prepared_statements,
+                checkpoint_before_sections=store.can_checkpoint,
+                load_before_run=load_before,
+                cpu_busy_before_run=busy_before,
+                conditions=conditions,
+            )
+    facts = replace(facts, seconds=time.monotonic() - started)
+    return BenchReport(facts, replace(results, plans=ctx.plans))
+
+
+async def _prepare(ctx: BenchContext, sections: tuple[Section, ...]) -> LoadedTable | None:
+    """Load the shared table (unless only the growth section runs) and read the plans of
+    the worker's statement and the bare one on it, before anything is expired."""
+    if set(sections) <= {Section.GROWTH}:
+        return None
+    shape = ctx.plan.table
+    ctx.progress(f"loading {shape.slots:,} slots ({shape.due:,} due)")
+    table = await load_table(ctx.store, shape, ctx.as_of)
+    # The sections vacuum the table themselves before each part they measure; an
+    # autovacuum starting by itself in the middle of one would weigh on whatever ran
+    # then (what autovacuum does to the batches is section e's subject).
+    await ctx.store.autovacuum(enabled=False)
+    ctx.progress(f"loaded in {table.load_seconds:.1f} s: {table.by_status}")
+    occasion = f"{shape.slots:,} slots, {shape.due:,} due, as loaded"
+    for statement in (
+        "expire_batch",
+        "bench_bare_batch",
+        "count_backlog_capped",
+        "purge_quarantine",
+    ):
+        await ctx.explain(occasion, statement)
+    await ctx.store.vacuum_analyze()  # the explained, rolled-back updates left dead tuples
+    if Section.BOOKING in sections:
+        await ctx.store.create_booking_candidates()
+    return table
+
+
+async def _measure(
+    ctx: BenchContext, sections: tuple[Section, ...]
+) -> tuple[BenchResults, dict[str, Conditions]]:
+    results, conditions = BenchResults(), {}
+    for section in sections:
+        load, started = os.getloadavg()[0], time.monotonic()
+        checkpoints, autovacuums = await ctx.store.activity_counters()
+        ours = ctx.store.checkpoints_run
+        measured = await _MEASURE[section](ctx)
+        if isinstance(measured, list):
+            measured = tuple(measured)
+        results = replace(results, **{_RESULT_FIELD[section]: measured})
+        checkpoints_after, autovacuums_after = await ctx.store.activity_counters()
+        conditions[section.value] = Conditions(
+            load_before=load,
+            load_after=os.getloadavg()[0],
+            checkpoints=checkpoints_after - checkpoints - (ctx.store.checkpoints_run - ours),
+            autovacuum_runs=autovacuums_after - autovacuums,
+            seconds=time.monotonic() - started,
+        )
+        ctx.progress(f"{section.value}. done (load average {os.getloadavg()[0]:.2f})")
+    return results, conditions

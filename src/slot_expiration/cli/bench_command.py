@@ -1,0 +1,85 @@
+"""`slot-expiration bench`: the worker measured against the bare SQL floor, beside a
+booking load and on growing tables; a Markdown table on stdout, the figures as JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from slot_expiration.bench.options import BenchOptionsError, bench_options
+from slot_expiration.cli.common import guarded, input_secrets, options_from
+from slot_expiration.cli.errors import ExitCode, fail
+from slot_expiration.loop import terminate_as_interrupt
+from slot_expiration.options import redact_url, url_secrets
+from slot_expiration.store.bench_store import BENCH_SCHEMA
+
+if TYPE_CHECKING:
+    from slot_expiration.bench.report import BenchReport
+
+
+@click.command()
+@click.option("--quick", is_flag=True, help="A small smoke run (under a minute), as CI runs it.")
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Add the table of 10 million slots to section e (many more minutes).",
+)
+@click.option(
+    "--sections",
+    metavar="LIST",
+    help="Only these sections, comma-separated, of a,b,c,d,e,f. [default: all]",
+)
+@click.option(
+    "--json-out",
+    metavar="PATH",
+    help="Where the figures go, as JSON (replaced). [default: bench-results.json]",
+)
+@click.option(
+    "--database-url",
+    help=f"Run on this database instead of a private embedded server. It WRITES there: schema "
+    f"{BENCH_SCHEMA} is created, filled with up to millions of slots, and dropped at the end. "
+    "Read from this flag only, never from the environment.",
+)
+@click.option(
+    "--prepared-statements",
+    is_flag=True,
+    help="Run the worker with its --prepared-statements (server-side prepared statements).",
+)
+def bench(**given: Any) -> None:
+    """Benchmark the worker: a. one batch vs the bare statement, b. a drain, c. 1/2/4
+    processes, d. booking latency beside a drain (pgbench), e. growth to 10M slots, f. memory.
+
+    Targets are printed next to the results, met or not.
+    """
+    try:
+        options = bench_options(**given)
+    except BenchOptionsError as exc:
+        fail(str(exc), ExitCode.USAGE, input_secrets())
+    if options.database_url is not None:
+        click.echo(
+            f"bench: writing to {redact_url(options.database_url)}: schema {BENCH_SCHEMA} is "
+            "created there, filled and dropped at the end",
+            err=True,
+        )
+    # Imported here, not with the command line: the worker's own processes
+    # (`run`, `once`) must not carry the benchmark in their memory.
+    from slot_expiration.bench.context import BenchError, Progress  # noqa: PLC0415
+    from slot_expiration.bench.options import reproduce_command  # noqa: PLC0415
+    from slot_expiration.bench.report import render_markdown, to_json  # noqa: PLC0415
+    from slot_expiration.bench.runner import run_bench  # noqa: PLC0415
+
+    def run() -> BenchReport:
+        with terminate_as_interrupt():
+            try:
+                return asyncio.run(run_bench(options, reproduce_command(options), Progress()))
+            except BenchError as exc:
+                fail(f"bench: {exc}", ExitCode.FAILURE, url_secrets(options.database_url or ""))
+
+    target = options_from(environment=False, database_url=options.database_url)
+    report = guarded(run, target)
+    options.json_out.write_text(json.dumps(to_json(report), indent=2) + "\n", encoding="utf-8")
+    click.echo(render_markdown(report))
+    click.echo(f"Figures written to {options.json_out}.")

@@ -1,0 +1,249 @@
+-- The statements of `slot-expiration bench`, by name: the bare batch statement
+-- the worker is measured against, the bulk load of a realistic table, and what
+-- the benchmark needs to set up, reset and inspect its own schema. Only
+-- slot_expiration.store.bench_store runs them. The benchmark works in a schema
+-- of its own (slot_expiration_bench, first on its connections' search path),
+-- never in the calendar's tables.
+
+-- name: bench_bare_batch
+-- The floor: the least SQL that does one batch's job. Lock the oldest due
+-- Available rows, passing over rows another transaction holds, and expire
+-- them. No quarantine, no skipped-row count, nothing returned but the count.
+WITH picked AS (
+    SELECT id FROM availability_slots
+    WHERE status = 'Available' AND start_at <= %(as_of)s
+    ORDER BY start_at
+    LIMIT %(batch_size)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE availability_slots AS s
+SET status = 'Expired', updated_at = %(as_of)s, version = s.version + 1
+FROM picked
+WHERE s.id = picked.id;
+
+-- name: bench_create_schema
+CREATE SCHEMA slot_expiration_bench;
+
+-- name: bench_drop_schema
+DROP SCHEMA slot_expiration_bench CASCADE;
+
+-- name: bench_schema_exists
+SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = 'slot_expiration_bench');
+
+-- name: bench_current_schema
+-- Where unqualified names resolve: the benchmark refuses to load anywhere else.
+SELECT current_schema();
+
+-- name: bench_load_slots
+-- A realistic table in one set-based statement. Three kinds of rows:
+-- the backlog (`due` Available slots whose start has passed, the most recent
+-- past), the history before it (Expired, Booked and Archived slots) and the
+-- future (a fifth of it Booked). Consultants publish on a 30-minute grid, one
+-- slot per consultant and step, so thousands of slots share each start, as at
+-- an hour boundary. The rows are written in a scattered order (row number p
+-- becomes p * stride mod total, a permutation since stride and total are
+-- coprime), so the slots of one start lie spread over the heap as in a table
+-- filled over months.
+INSERT INTO availability_slots
+    (id, tenant_id, consultant_id, start_at, end_at, status, version, created_at, updated_at)
+SELECT
+    gen_random_uuid(),
+    md5('tenant-' || mod(c.consultant, %(tenants)s))::uuid,
+    md5('consultant-' || c.consultant)::uuid,
+    d.start_at,
+    d.start_at + interval '30 minutes',
+    d.status,
+    CASE WHEN d.status = 'Available' THEN 1 ELSE 2 END,
+    least(d.start_at, %(as_of)s) - interval '14 days',
+    least(d.start_at, %(as_of)s) - interval '14 days'
+        + CASE WHEN d.status = 'Available' THEN interval '0' ELSE interval '1 day' END
+FROM generate_series(0::bigint, %(total)s::bigint - 1) AS p
+CROSS JOIN LATERAL (SELECT mod(p * %(stride)s::bigint, %(total)s::bigint) AS j) AS a
+CROSS JOIN LATERAL (
+    SELECT
+        CASE
+            WHEN a.j < %(due)s THEN 0
+            WHEN a.j < %(due)s + %(history)s THEN 1
+            ELSE 2
+        END AS kind,
+        CASE
+            WHEN a.j < %(due)s THEN a.j
+            WHEN a.j < %(due)s + %(history)s THEN a.j - %(due)s
+            ELSE a.j - %(due)s - %(history)s
+        END AS i
+) AS b
+CROSS JOIN LATERAL (
+    SELECT mod(b.i, %(consultants)s) AS consultant, b.i / %(consultants)s AS k
+) AS c
+CROSS JOIN LATERAL (
+    SELECT
+        CASE b.kind
+            WHEN 0 THEN %(as_of)s - (c.k + 1) * interval '30 minutes'
+            WHEN 1 THEN %(as_of)s
+                - (c.k + 1 + (%(due)s::bigint + %(consultants)s - 1) / %(consultants)s)
+                  * interval '30 minutes'
+            ELSE %(as_of)s + interval '1 day' + c.k * interval '30 minutes'
+        END AS start_at,
+        CASE
+            WHEN b.kind = 0 THEN 'Available'
+            WHEN b.kind = 1 AND mod(c.k * 7 + c.consultant, 20) < 12 THEN 'Expired'
+            WHEN b.kind = 1 AND mod(c.k * 7 + c.consultant, 20) < 17 THEN 'Booked'
+            WHEN b.kind = 1 THEN 'Archived'
+            WHEN mod(c.k + c.consultant, 5) = 0 THEN 'Booked'
+            ELSE 'Available'
+        END AS status
+) AS d;
+
+-- name: bench_empty_slots
+TRUNCATE availability_slots CASCADE;
+
+-- name: bench_vacuum_analyze
+VACUUM (ANALYZE) availability_slots;
+
+-- name: bench_vacuum
+VACUUM availability_slots;
+
+-- name: bench_analyze
+ANALYZE availability_slots;
+
+-- name: bench_autovacuum_off
+-- While a phase measures dead tuples, autovacuum must not remove them under it.
+ALTER TABLE availability_slots SET (autovacuum_enabled = false);
+
+-- name: bench_autovacuum_default
+ALTER TABLE availability_slots RESET (autovacuum_enabled);
+
+-- name: bench_expire_oldest
+-- Expire the `count` oldest due rows in one statement: the dead tuples a long
+-- run of expiries leaves behind in the index range the worker scans.
+UPDATE availability_slots
+SET status = 'Expired', updated_at = %(as_of)s, version = version + 1
+WHERE id IN (
+    SELECT id FROM availability_slots
+    WHERE status = 'Available' AND start_at <= %(as_of)s
+    ORDER BY start_at
+    LIMIT %(count)s
+);
+
+-- name: bench_reset_backlog
+-- Put back the backlog a drain expired (rows expired at or after `since`, the
+-- moment the table was loaded for), exactly as loaded, so that every drain
+-- starts from the same table.
+UPDATE availability_slots
+SET status = 'Available', version = version - 1, updated_at = created_at
+WHERE status = 'Expired' AND updated_at >= %(since)s;
+
+-- name: bench_drained
+-- The rows expired since `since`, and how many of them did not rise by exactly
+-- one version (a row expired twice, or a row touched that should not have been).
+SELECT count(*), count(*) FILTER (WHERE version <> 2)
+FROM availability_slots
+WHERE status = 'Expired' AND updated_at >= %(since)s;
+
+-- name: bench_create_booking_candidates
+-- Slots the booking load picks from at random (pgbench draws a row number).
+CREATE TABLE bench_booking_candidates (
+    n integer PRIMARY KEY,
+    slot_id uuid NOT NULL,
+    tenant_id uuid NOT NULL
+);
+
+-- name: bench_fill_booking_candidates
+INSERT INTO bench_booking_candidates (n, slot_id, tenant_id)
+SELECT row_number() OVER (), s.id, s.tenant_id
+FROM (
+    SELECT id, tenant_id FROM availability_slots
+    WHERE status = 'Available' AND start_at > %(as_of)s
+    ORDER BY md5(id::text)
+    LIMIT %(count)s
+) AS s;
+
+-- name: bench_empty_booking_candidates
+TRUNCATE bench_booking_candidates;
+
+-- name: bench_analyze_booking_candidates
+ANALYZE bench_booking_candidates;
+
+-- name: bench_pick_booking
+-- pgbench: one candidate slot by its row number, and the moment of the booking;
+-- the columns become pgbench variables, the parameters of book_slot
+-- (slot_context.sql) that do not come from the command line.
+SELECT
+    slot_id AS id,
+    tenant_id,
+    now() AS now,
+    now() + make_interval(mins => %(lead_minutes)s) AS earliest_start
+FROM bench_booking_candidates
+WHERE n = %(n)s;
+
+-- name: bench_booked_candidates
+-- Candidates the booking load has booked: proof that its bookings took.
+SELECT count(*)
+FROM bench_booking_candidates AS c
+JOIN availability_slots AS s ON s.id = c.slot_id
+WHERE s.status = 'Booked';
+
+-- name: bench_begin
+BEGIN;
+
+-- name: bench_commit
+COMMIT;
+
+-- name: bench_gate_workers
+-- Held in a transaction, it makes every worker's first statement on the
+-- quarantine wait, so that worker processes started one after another all
+-- begin their drain at the same moment, when the transaction ends.
+LOCK TABLE slot_expiration_failures IN ACCESS EXCLUSIVE MODE;
+
+-- name: bench_workers_waiting
+SELECT count(*) FROM pg_stat_activity
+WHERE application_name = 'slot-expiration' AND wait_event_type = 'Lock';
+
+-- name: bench_table_stats
+SELECT
+    coalesce(s.n_live_tup, 0),
+    coalesce(s.n_dead_tup, 0),
+    pg_table_size(c.oid),
+    pg_indexes_size(c.oid)
+FROM pg_class AS c
+LEFT JOIN pg_stat_user_tables AS s ON s.relid = c.oid
+WHERE c.oid = to_regclass('availability_slots');
+
+-- name: bench_server_settings
+SELECT name, current_setting(name)
+FROM pg_settings
+WHERE name = ANY (%(names)s::text[])
+ORDER BY name;
+
+-- name: bench_server_version
+SELECT current_setting('server_version');
+
+-- name: bench_explain_prefix
+-- Put before a named statement: its plan as executed, with buffer counts
+-- (inside a transaction the benchmark rolls back).
+EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING ON)
+
+-- name: bench_activity_counters
+-- What the server did by itself that can disturb a measurement: checkpoints
+-- (timed or requested) and autovacuum or autoanalyze runs on the slot table.
+SELECT
+    (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter),
+    coalesce(
+        (
+            SELECT autovacuum_count + autoanalyze_count FROM pg_stat_user_tables
+            WHERE relid = to_regclass('availability_slots')
+        ),
+        0
+    );
+
+-- name: bench_wal_position
+SELECT pg_current_wal_insert_lsn()::text;
+
+-- name: bench_wal_bytes_since
+SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %(since)s::pg_lsn)::bigint;
+
+-- name: bench_checkpoint
+-- Before each measured part: dirty pages written out (the disk settles), and
+-- every page's next change writes a full page image to the WAL, as the first
+-- change after any checkpoint does on a server in service.
+CHECKPOINT;

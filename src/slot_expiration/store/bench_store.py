@@ -1,0 +1,288 @@
+"""The benchmark's repository: runs the named statements of bench.sql.
+
+It owns the benchmark's schema (`slot_expiration_bench`), loads and resets its
+table, runs the bare batch statement the worker is measured against, and reads
+what the report shows about the server and the table. Every session it opens
+is autocommit, so one statement is one transaction and one round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, LiteralString, Self
+
+import psycopg
+from psycopg import sql
+
+from slot_expiration.store.errors import (
+    SlotStoreError,
+    StoreConnectError,
+    first_line,
+    translate,
+)
+from slot_expiration.store.queries import query
+
+BENCH_SCHEMA = "slot_expiration_bench"
+BENCH_APPLICATION_NAME = "slot-expiration-bench"
+
+
+class BenchSchemaExistsError(SlotStoreError):
+    def __init__(self) -> None:
+        super().__init__(
+            f"schema {BENCH_SCHEMA} already exists in this database (a benchmark running "
+            f"now, or one that was killed): drop it first (DROP SCHEMA {BENCH_SCHEMA} CASCADE)"
+        )
+
+
+class BenchSchemaNotFirstError(SlotStoreError):
+    def __init__(self, schema: str | None) -> None:
+        super().__init__(
+            f"the benchmark's tables would land in schema {schema!r}, not {BENCH_SCHEMA}: "
+            "the URL's options must not set search_path"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SlotTableSpec:
+    """What bench_load_slots writes (see its comment in bench.sql)."""
+
+    total: int
+    due: int
+    history: int
+    consultants: int
+    tenants: int
+    stride: int
+    as_of: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TableStats:
+    live_tuples: int
+    dead_tuples: int
+    table_bytes: int
+    index_bytes: int
+
+
+class BenchStore:
+    """One autocommit session on the benchmark's database."""
+
+    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
+        self._conn = connection
+        self.can_checkpoint = True  # until the server says this role may not
+        self.checkpoints_run = 0
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, database_url: str) -> AsyncIterator[Self]:
+        try:
+            # No server-side prepared statements, like the worker's sessions by default:
+            # the floor does not move with psycopg's own choice of when to prepare.
+            conn = await psycopg.AsyncConnection.connect(
+                database_url,
+                autocommit=True,
+                application_name=BENCH_APPLICATION_NAME,
+                prepare_threshold=None,
+            )
+        except psycopg.Error as exc:
+            raise StoreConnectError(first_line(exc)) from exc
+        try:
+            yield cls(conn)
+        finally:
+            await conn.close()
+
+    # --- the schema -------------------------------------------------------------------
+
+    async def create_schema(self) -> None:
+        """Create the benchmark's schema; refuse to reuse one that exists."""
+        if await self._value("bench_schema_exists"):
+            raise BenchSchemaExistsError
+        await self._execute("bench_create_schema")
+
+    async def drop_schema(self) -> None:
+        if await self._value("bench_schema_exists"):
+            await self._execute("bench_drop_schema")
+
+    async def require_bench_schema(self) -> None:
+        """The session's unqualified names must resolve in the benchmark's schema."""
+        schema = await self._value("bench_current_schema")
+        if schema != BENCH_SCHEMA:
+            raise BenchSchemaNotFirstError(schema)
+
+    # --- the table --------------------------------------------------------------------
+
+    async def load_slots(self, spec: SlotTableSpec) -> None:
+        await self._execute(
+            "bench_load_slots",
+            {
+                "total": spec.total,
+                "due": spec.due,
+                "history": spec.history,
+                "consultants": spec.consultants,
+                "tenants": spec.tenants,
+                "stride": spec.stride,
+                "as_of": spec.as_of,
+            },
+        )
+
+    async def empty_slots(self) -> None:
+        await self._execute("bench_empty_slots")
+
+    async def vacuum_analyze(self) -> None:
+        await self._execute("bench_vacuum_analyze")
+
+    async def vacuum(self) -> None:
+        await self._execute("bench_vacuum")
+
+    async def analyze(self) -> None:
+        await self._execute("bench_analyze")
+
+    async def checkpoint(self) -> bool:
+        """CHECKPOINT, if this role may (a superuser or pg_checkpoint); whether it ran."""
+        if self.can_checkpoint:
+            try:
+                await self._conn.execute(query("bench_checkpoint"))
+                self.checkpoints_run += 1
+            except psycopg.errors.InsufficientPrivilege:
+                self.can_checkpoint = False
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+        return self.can_checkpoint
+
+    async def autovacuum(self, *, enabled: bool) -> None:
+        await self._execute("bench_autovacuum_default" if enabled else "bench_autovacuum_off")
+
+    async def expire_oldest(self, as_of: datetime, count: int) -> int:
+        return await self._rowcount("bench_expire_oldest", {"as_of": as_of, "count": count})
+
+    async def reset_backlog(self, since: datetime) -> int:
+        return await self._rowcount("bench_reset_backlog", {"since": since})
+
+    async def drained(self, since: datetime) -> tuple[int, int]:
+        """(rows expired since `since`, how many of them did not rise by one version)."""
+        rows = await self._fetch("bench_drained", {"since": since})
+        return int(rows[0][0]), int(rows[0][1])
+
+    async def count_due(self, as_of: datetime) -> int:
+        return int(await self._value("count_backlog", {"as_of": as_of}))
+
+    async def count_by_status(self) -> dict[str, int]:
+        return {str(status): int(n) for status, n in await self._fetch("count_by_status")}
+
+    async def table_stats(self) -> TableStats:
+        row = (await self._fetch("bench_table_stats"))[0]
+        return TableStats(*(int(value) for value in row))
+
+    # --- the floor ----------------------------------------------------------------------
+
+    async def bare_batch(self, as_of: datetime, batch_size: int) -> int:
+        """One bare batch in its own transaction (autocommit: one round trip)."""
+        return await self._rowcount("bench_bare_batch", {"as_of": as_of, "batch_size": batch_size})
+
+    async def worker_statement(self, as_of: datetime, now: datetime, batch_size: int) -> int:
+        """The worker's own batch statement (expire_batch) sent alone, in autocommit: the
+        same SQL as the worker's batch without its transaction around it. Rows expired."""
+        params = {"as_of": as_of, "now": now, "batch_size": batch_size}
+        return len((await self._fetch("expire_batch", params))[0][0])
+
+    async def explain(self, name: str, params: dict[str, Any]) -> str:
+        """The executed plan of a named statement, with buffers; its changes rolled back."""
+        statement = sql.SQL(query("bench_explain_prefix")) + sql.SQL(" ") + sql.SQL(query(name))
+        try:
+            async with self._conn.transaction(force_rollback=True):
+                cursor = await self._conn.execute(statement, params)
+                return "\n".join(str(row[0]) for row in await cursor.fetchall())
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    # --- the booking load ---------------------------------------------------------------
+
+    async def create_booking_candidates(self) -> None:
+        await self._execute("bench_create_booking_candidates")
+
+    async def fill_booking_candidates(self, as_of: datetime, count: int) -> int:
+        await self._execute("bench_empty_booking_candidates")
+        filled = await self._rowcount(
+            "bench_fill_booking_candidates", {"as_of": as_of, "count": count}
+        )
+        await self._execute("bench_analyze_booking_candidates")
+        return filled
+
+    async def booked_candidates(self) -> int:
+        return int(await self._value("bench_booked_candidates"))
+
+    # --- worker processes ---------------------------------------------------------------
+
+    @asynccontextmanager
+    async def workers_gated(self) -> AsyncIterator[None]:
+        """While inside, a worker's cycle waits at its first statement; all go on exit."""
+        try:
+            async with self._conn.transaction():
+                await self._conn.execute(query("bench_gate_workers"))
+                yield
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    async def workers_waiting(self) -> int:
+        return int(await self._value("bench_workers_waiting"))
+
+    # --- the server ---------------------------------------------------------------------
+
+    async def activity_counters(self) -> tuple[int, int]:
+        """(checkpoints so far, autovacuum and autoanalyze runs on the slot table so far)."""
+        row = (await self._fetch("bench_activity_counters"))[0]
+        return int(row[0]), int(row[1])
+
+    async def wal_position(self) -> str:
+        return str(await self._value("bench_wal_position"))
+
+    async def wal_bytes_since(self, position: str) -> int:
+        return int(await self._value("bench_wal_bytes_since", {"since": position}))
+
+    async def server_version(self) -> str:
+        return str(await self._value("bench_server_version"))
+
+    async def server_settings(self, names: Sequence[str]) -> dict[str, str]:
+        rows = await self._fetch("bench_server_settings", {"names": list(names)})
+        return {str(name): str(value) for name, value in rows}
+
+    # --- plumbing -----------------------------------------------------------------------
+
+    async def _execute(self, name: LiteralString, params: dict[str, Any] | None = None) -> None:
+        await self._rowcount(name, params)
+
+    async def _rowcount(self, name: LiteralString, params: dict[str, Any] | None = None) -> int:
+        try:
+            cursor = await self._conn.execute(query(name), params)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+        return cursor.rowcount
+
+    async def _fetch(
+        self, name: LiteralString, params: dict[str, Any] | None = None
+    ) -> list[tuple[Any, ...]]:
+        try:
+            cursor = await self._conn.execute(query(name), params)
+            return await cursor.fetchall()
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    async def _value(self, name: LiteralString, params: dict[str, Any] | None = None) -> Any:
+        rows = await self._fetch(name, params)
+        return rows[0][0]
+
+
+# The booking that section d's load sends: the slot context's own book-slot
+# statement, in a transaction as the book operation runs it, after a statement
+# that picks a candidate slot and gives the booking the rest of its parameters.
+BOOKING_STATEMENT = "book_slot"
+
+
+def booking_statements() -> tuple[str, ...]:
+    """The statements of one booking, in order (pick, BEGIN, book-slot, COMMIT)."""
+    return tuple(
+        query(name)
+        for name in ("bench_pick_booking", "bench_begin", BOOKING_STATEMENT, "bench_commit")
+    )

@@ -1,0 +1,111 @@
+"""The benchmark's options: checked before anything runs, one clear message each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slot_expiration.bench.options import (
+    DEFAULT_JSON_OUT,
+    BenchOptions,
+    BenchOptionsError,
+    bench_options,
+    check_json_out,
+    check_url,
+    choose_mode,
+    parse_sections,
+    reproduce_command,
+)
+from slot_expiration.bench.plan import Mode, Section
+
+
+def test_no_flag_is_the_default_run_and_each_flag_its_mode() -> None:
+    assert choose_mode(quick=False, full=False) is Mode.DEFAULT
+    assert choose_mode(quick=True, full=False) is Mode.QUICK
+    assert choose_mode(quick=False, full=True) is Mode.FULL
+
+
+def test_quick_and_full_together_are_refused() -> None:
+    with pytest.raises(BenchOptionsError, match="--quick and --full"):
+        choose_mode(quick=True, full=True)
+
+
+def test_sections_default_to_all_in_the_order_a_run_measures_them() -> None:
+    assert parse_sections(None) == tuple(Section)
+    assert [s.value for s in parse_sections(None)] == ["a", "b", "c", "d", "f", "e"]
+
+
+def test_chosen_sections_keep_the_run_order_and_ignore_case_spaces_and_repeats() -> None:
+    assert parse_sections("e, A,c,a") == (Section.BATCH, Section.PARALLEL, Section.GROWTH)
+
+
+@pytest.mark.parametrize("text", ["g", "a,,b", "", "ab"])
+def test_an_unknown_section_is_refused_naming_the_choices(text: str) -> None:
+    with pytest.raises(BenchOptionsError, match=r"--sections: .*choose from a, b, c, d, e, f"):
+        parse_sections(text)
+
+
+def test_the_json_goes_to_bench_results_json_by_default() -> None:
+    assert check_json_out(None) == DEFAULT_JSON_OUT == Path("bench-results.json")
+
+
+def test_a_json_path_in_an_existing_folder_is_taken(tmp_path: Path) -> None:
+    assert check_json_out(str(tmp_path / "out.json")) == tmp_path / "out.json"
+
+
+def test_a_json_path_in_a_missing_folder_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(BenchOptionsError, match=r"--json-out: folder .* does not exist"):
+        check_json_out(str(tmp_path / "missing" / "out.json"))
+
+
+def test_a_folder_as_json_path_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(BenchOptionsError, match=r"--json-out: .* is a folder"):
+        check_json_out(str(tmp_path))
+
+
+@pytest.mark.parametrize("url", ["http://h/db", "postgresql://h:99999/db", "not a url"])
+def test_a_url_that_is_no_postgresql_url_is_refused_without_echoing_it(url: str) -> None:
+    with pytest.raises(BenchOptionsError, match="--database-url") as caught:
+        check_url(url)
+
+    assert url not in str(caught.value)
+
+
+def test_all_options_together_make_one_options_object(tmp_path: Path) -> None:
+    options = bench_options(
+        quick=True,
+        full=False,
+        sections="a,b",
+        json_out=str(tmp_path / "x.json"),
+        database_url="postgresql://u:pw@h/db",
+    )
+
+    assert options == BenchOptions(
+        Mode.QUICK, (Section.BATCH, Section.DRAIN), tmp_path / "x.json", "postgresql://u:pw@h/db"
+    )
+
+
+def test_the_command_that_reproduces_a_run_hides_the_password() -> None:
+    options = BenchOptions(
+        Mode.FULL, (Section.GROWTH,), Path("out/e.json"), "postgresql://u:s3cret@h:5432/db"
+    )
+
+    command = reproduce_command(options)
+
+    assert command == (
+        "slot-expiration bench --full --sections e "
+        "--database-url 'postgresql://u:***@h:5432/db' --json-out out/e.json"
+    )
+
+
+def test_the_command_names_the_workers_prepared_statements_when_asked_for() -> None:
+    options = BenchOptions(Mode.QUICK, tuple(Section), DEFAULT_JSON_OUT, None, True)
+
+    assert reproduce_command(options) == "slot-expiration bench --quick --prepared-statements"
+
+
+def test_the_command_of_a_default_run_is_the_bare_command() -> None:
+    options = BenchOptions(Mode.DEFAULT, tuple(Section), DEFAULT_JSON_OUT, None)
+
+    assert reproduce_command(options) == "slot-expiration bench"
