@@ -51,14 +51,14 @@ def test_table_has_exactly_the_contract_columns(database_url: str) -> None:
     assert primary_key == [("id",)]
 
 
-def test_status_start_index_covers_status_then_start_at(database_url: str) -> None:
+def test_selection_index_holds_available_slots_by_start_then_id(database_url: str) -> None:
     with psycopg.connect(database_url) as conn:
         row = conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_availability_slots_status_start'"
         ).fetchone()
 
     assert row is not None
-    assert row[0].endswith("USING btree (status, start_at)")
+    assert row[0].endswith("USING btree (start_at, id) WHERE (status = 'Available'::text)")
 
 
 @pytest.mark.parametrize("status", ["Available", "Booked", "Expired", "Archived"])

@@ -178,7 +178,7 @@ async def test_the_selection_index_serves_the_selection_on_a_realistic_table(
 
     assert (index.exists, index.valid, index.table) == (True, True, "availability_slots")
     assert index.definition is not None
-    assert "(status, start_at)" in index.definition
+    assert "(start_at, id) WHERE (status = 'Available'" in index.definition
     assert index.serves_selection, index.scan
     assert "using ix_availability_slots_status_start" in index.scan
 

@@ -13,6 +13,9 @@
 -- (start_at, id) order. Rows passed over are still Available in this
 -- statement's snapshot: they were locked by another transaction when the
 -- worker reached them, or (rarely) changed by one that committed in between.
+-- ix_availability_slots_status_start is (start_at, id) WHERE status =
+-- 'Available': the pick reads exactly its rows in order, the count's window
+-- bound is an index condition, and the update finds each row by primary key.
 WITH picked AS MATERIALIZED (
     SELECT s.id, s.start_at
     FROM availability_slots AS s
@@ -28,8 +31,7 @@ WITH picked AS MATERIALIZED (
 expired AS (
     UPDATE availability_slots AS s
     SET status = 'Expired', updated_at = %(as_of)s, version = s.version + 1
-    FROM picked
-    WHERE s.id = picked.id AND s.status = 'Available'
+    WHERE s.id = ANY (ARRAY(SELECT id FROM picked)) AND s.status = 'Available'
     RETURNING s.id, s.tenant_id, s.start_at
 ),
 released AS (
@@ -38,10 +40,16 @@ released AS (
     WHERE q.slot_id = e.id
 ),
 window_end AS (
-    SELECT start_at, id FROM picked
-    WHERE (SELECT count(*) FROM picked) = %(batch_size)s
-    ORDER BY start_at DESC, id DESC
-    LIMIT 1
+    -- The last row taken when the batch is full; else the whole predicate.
+    SELECT coalesce(full_batch.start_at, %(as_of)s) AS start_at,
+           coalesce(full_batch.id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid) AS id
+    FROM (SELECT 1) AS one
+    LEFT JOIN (
+        SELECT start_at, id FROM picked
+        WHERE (SELECT count(*) FROM picked) = %(batch_size)s
+        ORDER BY start_at DESC, id DESC
+        LIMIT 1
+    ) AS full_batch ON true
 )
 SELECT
     coalesce(array_agg(e.id ORDER BY e.start_at, e.id), '{}') AS ids,
@@ -50,12 +58,8 @@ SELECT
         SELECT count(*)
         FROM availability_slots AS a
         WHERE a.status = 'Available'
-          -- an index bound: the scan stops at the window's end, not the backlog's
-          AND a.start_at <= coalesce((SELECT start_at FROM window_end), %(as_of)s)
-          AND (
-              NOT EXISTS (SELECT FROM window_end)
-              OR (a.start_at, a.id) <= (SELECT start_at, id FROM window_end)
-          )
+          AND a.start_at <= %(as_of)s
+          AND (a.start_at, a.id) <= ((SELECT start_at FROM window_end), (SELECT id FROM window_end))
           AND a.id NOT IN (SELECT id FROM picked)
           AND NOT EXISTS (
               SELECT FROM slot_expiration_failures AS q
@@ -83,10 +87,15 @@ WITH picked AS MATERIALIZED (
     FOR UPDATE OF s SKIP LOCKED
 ),
 window_end AS (
-    SELECT start_at, id FROM picked
-    WHERE (SELECT count(*) FROM picked) = %(batch_size)s
-    ORDER BY start_at DESC, id DESC
-    LIMIT 1
+    SELECT coalesce(full_batch.start_at, %(as_of)s) AS start_at,
+           coalesce(full_batch.id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid) AS id
+    FROM (SELECT 1) AS one
+    LEFT JOIN (
+        SELECT start_at, id FROM picked
+        WHERE (SELECT count(*) FROM picked) = %(batch_size)s
+        ORDER BY start_at DESC, id DESC
+        LIMIT 1
+    ) AS full_batch ON true
 )
 SELECT
     coalesce((SELECT array_agg(id ORDER BY start_at, id) FROM picked), '{}') AS ids,
@@ -104,11 +113,8 @@ SELECT
         SELECT count(*)
         FROM availability_slots AS a
         WHERE a.status = 'Available'
-          AND a.start_at <= coalesce((SELECT start_at FROM window_end), %(as_of)s)
-          AND (
-              NOT EXISTS (SELECT FROM window_end)
-              OR (a.start_at, a.id) <= (SELECT start_at, id FROM window_end)
-          )
+          AND a.start_at <= %(as_of)s
+          AND (a.start_at, a.id) <= ((SELECT start_at FROM window_end), (SELECT id FROM window_end))
           AND a.id NOT IN (SELECT id FROM picked)
           AND a.id <> ALL (%(exclude_ids)s::uuid[])
           AND NOT EXISTS (
