@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.options import redact_url
 from slot_expiration.store.bench_store import BENCH_SCHEMA, BenchStore
-from slot_expiration.store.migrate import upgrade
+from slot_expiration.store.schema_version import upgrade
 
 # A server like a modest production one: durable (PostgreSQL's own defaults for
 # fsync, synchronous_commit and full_page_writes), with room in shared memory.

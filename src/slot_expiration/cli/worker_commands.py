@@ -19,7 +19,7 @@ from slot_expiration.cli.common import (
 )
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cycle import CycleResult
-from slot_expiration.store.migrate import upgrade
+from slot_expiration.store.schema_version import upgrade
 from slot_expiration.telemetry import configure_logging
 from slot_expiration.worker import run_once, run_worker
 

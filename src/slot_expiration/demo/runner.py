@@ -21,7 +21,7 @@ from slot_expiration.domain import Slot, SlotRuleError, SlotStatus
 from slot_expiration.loop import StopSignal, utc_now
 from slot_expiration.options import WorkerOptions
 from slot_expiration.slots import SlotOperations
-from slot_expiration.store.migrate import upgrade
+from slot_expiration.store.schema_version import upgrade
 from slot_expiration.worker import run_worker, store_factory
 
 

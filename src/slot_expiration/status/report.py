@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store.migrate import head_revision
+from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.store.slot_store import APPLICATION_NAME
 from slot_expiration.store.status_store import (
     SELECTION_INDEX,
@@ -93,7 +93,7 @@ async def collect_status(
         return StatusReport(
             as_of=as_of,
             schema_revision=revision,
-            latest_revision=head_revision(),
+            latest_revision=HEAD_REVISION,
             counts=await store.counts_by_status(),
             backlog=await store.backlog(as_of, BACKLOG_COUNT_CAP),
             oldest_overdue=await store.oldest_overdue(as_of),

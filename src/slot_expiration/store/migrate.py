@@ -20,10 +20,9 @@ from slot_expiration.store.errors import (
     StoreUnavailableError,
     first_line,
 )
+from slot_expiration.store.schema_version import VERSION_TABLE
 
 _SCRIPT_LOCATION = "slot_expiration.store:migrations"
-# Our own history table: the calendar's database may keep its own `alembic_version`.
-VERSION_TABLE = "slot_expiration_alembic_version"
 
 
 class MigrationError(SlotStoreError):
@@ -48,6 +47,7 @@ def _config(database_url: str) -> Config:
 
 
 def head_revision() -> str | None:
+    """The newest revision as Alembic finds it (the worker uses schema_version.HEAD_REVISION)."""
     return ScriptDirectory.from_config(_config("postgresql://unused")).get_current_head()
 
 

@@ -18,18 +18,17 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from uuid import UUID
 
 from opentelemetry import context, trace
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
 from slot_expiration.cycle import BatchResult, CycleResult
 from slot_expiration.telemetry.hooks import CycleHooks
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 INSTRUMENTATION: Final = "slot_expiration"
 CYCLE_SPAN: Final = "slot_expiration.cycle"
@@ -229,6 +228,14 @@ def provider_from_environment(environ: Mapping[str, str]) -> TracerProvider | No
             f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol.strip()} is not supported: "
             "this worker exports traces over OTLP http/protobuf"
         )
+    # The SDK and the exporter load only when asked for: together about 4 MB resident.
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # noqa: PLC0415
+        OTLPSpanExporter,
+    )
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource  # noqa: PLC0415
+    from opentelemetry.sdk.trace import TracerProvider  # noqa: PLC0415
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor  # noqa: PLC0415
+
     service = environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
     # The exporter reads its endpoint, headers and timeout from OTEL_EXPORTER_OTLP_*.

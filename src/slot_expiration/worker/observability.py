@@ -11,7 +11,7 @@ import structlog
 from opentelemetry.trace import Tracer
 
 from slot_expiration.options import WorkerOptions, url_secrets
-from slot_expiration.store.migrate import head_revision
+from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.store.status_store import StatusStore
 from slot_expiration.telemetry.endpoints import serving
 from slot_expiration.telemetry.hooks import CycleHooks, FanOutHooks
@@ -35,7 +35,7 @@ def readiness_for(options: WorkerOptions) -> Readiness:
         async with StatusStore.connect(url, PROBE_APPLICATION_NAME, PROBE_TIMEOUT_SECONDS) as store:
             return await store.schema_revision()
 
-    return Readiness(schema_revision, head_revision(), PROBE_TIMEOUT_SECONDS, url_secrets(url))
+    return Readiness(schema_revision, HEAD_REVISION, PROBE_TIMEOUT_SECONDS, url_secrets(url))
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 from alembic import context
 
-from slot_expiration.store.migrate import VERSION_TABLE, engine_for
+from slot_expiration.store.migrate import engine_for
+from slot_expiration.store.schema_version import VERSION_TABLE
 
 
 def run_migrations_online() -> None:
