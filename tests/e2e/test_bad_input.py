@@ -126,6 +126,12 @@ CASES = [
         r"--max-batches-per-cycle",
     ),
     Case(
+        "batch-pause-negative",
+        once("--batch-pause-seconds", "-1"),
+        USAGE,
+        r"--batch-pause-seconds",
+    ),
+    Case(
         "lock-timeout-zero", once("--lock-timeout-seconds", "0"), USAGE, r"--lock-timeout-seconds"
     ),
     Case(

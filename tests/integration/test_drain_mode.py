@@ -148,3 +148,104 @@ async def test_sigterm_between_batches_lets_the_batch_in_flight_commit_and_start
     assert result.stop_reason is StopReason.STOP_REQUESTED
     statuses = await db.statuses()
     assert [statuses[s.id] for s in slots].count(SlotStatus.EXPIRED) == 5
+
+
+class PauseLog:
+    """Stands in for the pause between batches: records it, and may ask for a stop."""
+
+    def __init__(self, stop: StopSignal | None = None) -> None:
+        self.pauses: list[float] = []
+        self._stop = stop
+
+    async def __call__(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        if self._stop is not None:
+            self._stop.request()
+
+
+async def test_a_paced_drain_pauses_between_batches_and_not_after_the_last(
+    db: SlotDatabase,
+) -> None:
+    await db.insert(past_slots(12))
+    pause = PauseLog()
+    cycle = make_cycle(db.url, batch_size=5, max_batches=0, batch_pause_seconds=0.25)
+
+    result = await cycle.run(CycleRun(uuid4(), AS_OF, pause=pause))
+
+    assert (result.batches, result.expired_count, result.stop_reason) == (
+        3,
+        12,
+        StopReason.DRAINED,
+    )
+    assert pause.pauses == [0.25, 0.25]
+
+
+async def test_an_unpaced_drain_never_pauses(db: SlotDatabase) -> None:
+    await db.insert(past_slots(12))
+    pause = PauseLog()
+
+    result = await make_cycle(db.url, batch_size=5, max_batches=0).run(
+        CycleRun(uuid4(), AS_OF, pause=pause)
+    )
+
+    assert (result.batches, pause.pauses) == (3, [])
+
+
+async def test_a_stop_during_the_pause_starts_no_further_batch(db: SlotDatabase) -> None:
+    await db.insert(past_slots(20))
+    stop = StopSignal()
+    run = CycleRun(uuid4(), AS_OF, stop_requested=stop.requested.is_set, pause=PauseLog(stop))
+
+    result = await make_cycle(db.url, batch_size=5, max_batches=0, batch_pause_seconds=1).run(run)
+
+    assert (result.batches, result.expired_count) == (1, 5)
+    assert result.stop_reason is StopReason.STOP_REQUESTED
+
+
+async def test_the_pause_counts_against_the_budget(db: SlotDatabase) -> None:
+    await db.insert(past_slots(20))
+    ticks = itertools.count()  # a clock that moves one second each time it is read
+    cycle = make_cycle(
+        db.url,
+        batch_size=5,
+        max_batches=0,
+        batch_pause_seconds=3,
+        monotonic=lambda: float(next(ticks)),
+    )
+    pause = PauseLog()
+
+    result = await cycle.run(CycleRun(uuid4(), AS_OF, deadline=6.0, pause=pause))
+
+    # Batch 1 took 1 s; at 3, 3 + the 3 s pause + 2 x 1 s is past the deadline at 6
+    # (without the pause, 5 s, it would have gone on).
+    assert (result.batches, result.stop_reason, pause.pauses) == (1, StopReason.BUDGET, [])
+
+
+async def test_sigterm_during_the_loops_pause_ends_the_cycle_at_once_as_stopped(
+    db: SlotDatabase,
+) -> None:
+    await db.insert(past_slots(15))
+    options = load_options(
+        database_url=db.url,
+        batch_size=5,
+        max_batches_per_cycle=0,
+        batch_pause_seconds=60,
+        max_cycle_seconds=600,
+    )
+    hooks, ticker, stop = RecordingHooks(), ManualTicker(), StopSignal()
+    loop = asyncio.create_task(build_loop(options, hooks, ticker).run(stop))
+    ticker.tick()
+
+    async def first_batch_committed() -> bool:
+        return len(hooks.batches) == 1
+
+    await eventually(first_batch_committed)
+    stop.request()  # what SIGTERM does, during the 60 s pause
+    stats = await loop
+
+    # Had the pause not ended at the stop, the shutdown grace (10 s) would have
+    # cancelled the cycle and it would count as failed.
+    (result,) = hooks.completed
+    assert (stats.cycles_completed, stats.cycles_failed) == (1, 0)
+    assert (result.batches, result.expired_count) == (1, 5)
+    assert result.stop_reason is StopReason.STOP_REQUESTED

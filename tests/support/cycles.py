@@ -77,9 +77,13 @@ def make_cycle(
     backoff: PoisonBackoff | None = None,
     clock: Callable[[], datetime] = utc_now,
     monotonic: Callable[[], float] = time.monotonic,
+    batch_pause_seconds: float = 0.0,
 ) -> ExpiryCycle:
     limits = CycleLimits(
-        batch_size=batch_size, max_batches=max_batches, backoff=backoff or PoisonBackoff()
+        batch_size=batch_size,
+        max_batches=max_batches,
+        batch_pause_seconds=batch_pause_seconds,
+        backoff=backoff or PoisonBackoff(),
     )
     return ExpiryCycle(
         lambda: SlotStore.connect(url, LIMITS), limits, monotonic=monotonic, clock=clock

@@ -10,6 +10,7 @@ from slot_expiration.bench.options import (
     DEFAULT_JSON_OUT,
     BenchOptions,
     BenchOptionsError,
+    WorkerTuning,
     bench_options,
     check_json_out,
     check_url,
@@ -100,9 +101,18 @@ def test_the_command_that_reproduces_a_run_hides_the_password() -> None:
 
 
 def test_the_command_names_the_workers_prepared_statements_when_asked_for() -> None:
-    options = BenchOptions(Mode.QUICK, tuple(Section), DEFAULT_JSON_OUT, None, True)
+    options = BenchOptions(Mode.QUICK, tuple(Section), DEFAULT_JSON_OUT, None, WorkerTuning(True))
 
     assert reproduce_command(options) == "slot-expiration bench --quick --prepared-statements"
+
+
+def test_the_command_names_the_workers_batch_pause_when_one_is_set() -> None:
+    tuning = WorkerTuning(batch_pause_seconds=0.02)
+    options = BenchOptions(Mode.DEFAULT, (Section.BOOKING,), DEFAULT_JSON_OUT, None, tuning)
+
+    assert reproduce_command(options) == (
+        "slot-expiration bench --sections d --batch-pause-seconds 0.02"
+    )
 
 
 def test_the_command_of_a_default_run_is_the_bare_command() -> None:

@@ -13,6 +13,7 @@ from slot_expiration.bench.booking_section import BookingInterference, BookingLa
 from slot_expiration.bench.drain_section import DrainComparison, DrainRun
 from slot_expiration.bench.growth_section import Growth, GrowthPoint, PhaseTiming
 from slot_expiration.bench.memory_section import MemoryProfile
+from slot_expiration.bench.options import WorkerTuning
 from slot_expiration.bench.parallel_section import ParallelDrain
 from slot_expiration.bench.report import (
     HEADER,
@@ -108,7 +109,7 @@ FACTS = RunFacts(
     server_version="15.18",
     server_settings={"shared_buffers": "1GB"},
     table=None,
-    prepared_statements=False,
+    worker=WorkerTuning(),
     checkpoint_before_sections=True,
     load_before_run=(0.25, 0.5, 0.75),
     cpu_busy_before_run=0.125,

@@ -169,6 +169,19 @@ def test_a_zero_shutdown_grace_is_accepted_and_a_negative_one_rejected() -> None
     assert "--shutdown-grace-seconds" in str(_options_error(shutdown_grace_seconds=-1))
 
 
+def test_the_batch_pause_is_off_by_default_and_bounded_to_a_minute() -> None:
+    assert load_options().batch_pause_seconds == 0.0
+    assert load_options(batch_pause_seconds=0.05).batch_pause_seconds == 0.05
+    for wrong in (-0.1, 60.5, float("nan")):
+        assert "--batch-pause-seconds" in str(_options_error(batch_pause_seconds=wrong))
+
+
+def test_a_batch_pause_as_long_as_the_cycle_budget_is_rejected() -> None:
+    message = str(_options_error(batch_pause_seconds=30, max_cycle_seconds=30))
+
+    assert "batch_pause_seconds must be below max_cycle_seconds" in message
+
+
 def test_an_unknown_log_format_is_rejected_naming_the_option() -> None:
     assert "--log-format" in str(_options_error(log_format="xml"))
 

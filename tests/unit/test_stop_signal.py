@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from slot_expiration.loop import StopSignal
 
 
@@ -39,3 +41,22 @@ async def test_further_requests_keep_both_set() -> None:
 
     assert stop.requested.is_set()
     assert stop.forced.is_set()
+
+
+async def test_a_pause_ends_as_soon_as_a_stop_is_requested() -> None:
+    stop = StopSignal()
+    pause = asyncio.create_task(stop.pause(3600))
+    await asyncio.sleep(0)  # let the pause start waiting
+    assert not pause.done()
+
+    stop.request()
+
+    await asyncio.wait_for(pause, timeout=5)  # the timeout only turns a hang into a failure
+    assert stop.requested.is_set()
+
+
+async def test_a_pause_after_the_stop_returns_at_once() -> None:
+    stop = StopSignal()
+    stop.request()
+
+    await asyncio.wait_for(stop.pause(3600), timeout=5)

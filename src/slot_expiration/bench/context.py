@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TextIO
 
+from slot_expiration.bench.options import WorkerTuning
 from slot_expiration.bench.plan import BenchPlan
 from slot_expiration.bench.timing import DRAIN_BUDGET_SECONDS, worker_options
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
@@ -39,11 +40,11 @@ class BenchContext:
     plan: BenchPlan
     store: BenchStore  # an autocommit session of the benchmark's own
     progress: Progress
-    prepared_statements: bool = False  # the worker's --prepared-statements
+    worker: WorkerTuning = field(default_factory=WorkerTuning)
     plans: dict[str, str] = field(default_factory=dict)  # EXPLAIN ANALYZE texts, by occasion
 
     def worker_options(self, max_batches: int) -> WorkerOptions:
-        return worker_options(self.url, self.plan.batch_size, max_batches, self.prepared_statements)
+        return worker_options(self.url, self.plan.batch_size, max_batches, self.worker)
 
     def drain_once_args(self, lock_timeout_seconds: float) -> tuple[str, ...]:
         """`once` draining the whole backlog due at AsOf in one cycle, its result as JSON."""
@@ -58,13 +59,13 @@ class BenchContext:
 
     def worker_flags(self) -> tuple[str, ...]:
         """The flags every worker process of the run gets (none from the environment)."""
-        prepared = (
-            "--prepared-statements" if self.prepared_statements else "--no-prepared-statements"
-        )
+        worker = self.worker
+        prepared = "--" + ("" if worker.prepared_statements else "no-") + "prepared-statements"
         return (
             "--database-url", self.url,
             "--batch-size", str(self.plan.batch_size),
             "--max-cycle-seconds", f"{DRAIN_BUDGET_SECONDS:g}",
+            "--batch-pause-seconds", f"{worker.batch_pause_seconds:g}",
             prepared,
         )  # fmt: skip
 

@@ -7,7 +7,7 @@ up from a deployment's environment.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from slot_expiration.bench.plan import Mode, Section
@@ -21,12 +21,25 @@ class BenchOptionsError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerTuning:
+    """The worker's own tuning options, passed on to every worker the run starts."""
+
+    prepared_statements: bool = False  # --prepared-statements
+    batch_pause_seconds: float = 0.0  # --batch-pause-seconds (drain pacing)
+
+    def flags(self) -> tuple[str, ...]:
+        prepared = "--prepared-statements" if self.prepared_statements else ""
+        pause = f"--batch-pause-seconds {self.batch_pause_seconds:g}"
+        return tuple(flag for flag in (prepared, pause if self.batch_pause_seconds else "") if flag)
+
+
+@dataclass(frozen=True, slots=True)
 class BenchOptions:
     mode: Mode
     sections: tuple[Section, ...]
     json_out: Path
     database_url: str | None  # None: a private embedded server
-    prepared_statements: bool = False  # the worker's own option, passed on to it
+    worker: WorkerTuning = field(default_factory=WorkerTuning)
 
 
 def bench_options(  # noqa: PLR0913 - one keyword per option of the command
@@ -37,13 +50,14 @@ def bench_options(  # noqa: PLR0913 - one keyword per option of the command
     json_out: str | None,
     database_url: str | None,
     prepared_statements: bool = False,
+    batch_pause_seconds: float | None = None,
 ) -> BenchOptions:
     return BenchOptions(
         mode=choose_mode(quick=quick, full=full),
         sections=parse_sections(sections),
         json_out=check_json_out(json_out),
         database_url=check_url(database_url),
-        prepared_statements=prepared_statements,
+        worker=WorkerTuning(prepared_statements, batch_pause_seconds or 0.0),
     )
 
 
@@ -99,8 +113,7 @@ def reproduce_command(options: BenchOptions) -> str:
         parts.append(f"--{options.mode.value}")
     if options.sections != tuple(Section):
         parts += ["--sections", ",".join(section.value for section in options.sections)]
-    if options.prepared_statements:
-        parts.append("--prepared-statements")
+    parts += options.worker.flags()
     if options.database_url is not None:
         parts += ["--database-url", f"'{redact_url(options.database_url)}'"]
     if options.json_out != DEFAULT_JSON_OUT:

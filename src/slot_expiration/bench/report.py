@@ -13,6 +13,7 @@ from slot_expiration.bench.dataset import LoadedTable
 from slot_expiration.bench.drain_section import DrainComparison
 from slot_expiration.bench.growth_section import Growth, GrowthPoint
 from slot_expiration.bench.memory_section import MemoryProfile
+from slot_expiration.bench.options import WorkerTuning
 from slot_expiration.bench.parallel_section import ParallelDrain
 from slot_expiration.bench.stats import Distribution, ratio
 from slot_expiration.bench.targets import (
@@ -54,7 +55,7 @@ class RunFacts:
     server_version: str
     server_settings: dict[str, str]
     table: LoadedTable | None  # the table of sections a-d and f, as loaded
-    prepared_statements: bool  # the worker's --prepared-statements
+    worker: WorkerTuning  # the worker's own tuning options in this run
     checkpoint_before_sections: bool  # False: the role may not CHECKPOINT (a given database)
     load_before_run: tuple[float, float, float]  # 1, 5, 15 minutes: the machine's own load
     cpu_busy_before_run: float  # share of all CPUs busy (others' work) just before the run
@@ -104,13 +105,15 @@ def growth_target_value(growth: Growth | None) -> tuple[float | None, str]:
 
 def render_markdown(report: BenchReport) -> str:
     facts = report.facts
-    prepared = "on" if facts.prepared_statements else "off"
+    prepared = "on" if facts.worker.prepared_statements else "off"
+    pause = facts.worker.batch_pause_seconds
+    paced = f"a pause of {pause:g} s between batches" if pause else "no pause between batches"
     lines = [
         f"## slot-expiration bench ({facts.mode})",
         "",
         f"`{facts.command}` on {facts.database} (PostgreSQL {facts.server_version}), "
         f"{facts.cpus} CPUs, {facts.seconds:.0f} s, started {facts.started_at}; the worker's "
-        f"server-side prepared statements {prepared}.",
+        f"server-side prepared statements {prepared}, {paced}.",
         "",
         _row(HEADER),
         _row(tuple("---" for _ in HEADER)),

@@ -56,7 +56,7 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 plan=plan_for(options.mode),
                 store=store,
                 progress=progress,
-                prepared_statements=options.prepared_statements,
+                worker=options.worker,
             )
             table = await _prepare(ctx, options.sections)
             try:
@@ -75,7 +75,7 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 server_version=await store.server_version(),
                 server_settings=await store.server_settings(REPORTED_SETTINGS),
                 table=table,
-                prepared_statements=options.prepared_statements,
+                worker=options.worker,
                 checkpoint_before_sections=store.can_checkpoint,
                 load_before_run=load_before,
                 cpu_busy_before_run=busy_before,

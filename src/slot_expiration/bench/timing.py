@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
+from slot_expiration.bench.options import WorkerTuning
 from slot_expiration.cycle import BatchResult, CycleResult
 from slot_expiration.loop import observed_cycle
 from slot_expiration.options import WorkerOptions, load_options
@@ -65,17 +66,19 @@ class BatchRecorder:
 
 
 def worker_options(
-    url: str, batch_size: int, max_batches: int, prepared_statements: bool = False
+    url: str, batch_size: int, max_batches: int, worker: WorkerTuning | None = None
 ) -> WorkerOptions:
     """The worker's options as a deployment would set them for a drain (none from the
     environment): the given batch size and batches per cycle, a budget the drain fits in."""
+    tuning = worker or WorkerTuning()
     return load_options(
         environment=False,
         database_url=url,
         batch_size=batch_size,
         max_batches_per_cycle=max_batches,
         max_cycle_seconds=DRAIN_BUDGET_SECONDS,
-        prepared_statements=prepared_statements,
+        prepared_statements=tuning.prepared_statements,
+        batch_pause_seconds=tuning.batch_pause_seconds,
     )
 
 

@@ -48,6 +48,11 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Run the worker with its --prepared-statements (server-side prepared statements).",
 )
+@click.option(
+    "--batch-pause-seconds",
+    type=click.FloatRange(min=0, max=60),
+    help="Run the worker with this --batch-pause-seconds (drain pacing), 0..60. [default: 0]",
+)
 def bench(**given: Any) -> None:
     """Benchmark the worker: a. one batch vs the bare statement, b. a drain, c. 1/2/4
     processes, d. booking latency beside a drain (pgbench), e. growth to 10M slots, f. memory.

@@ -58,6 +58,12 @@ max_batches_option = env_option(
     "0 = until the backlog is empty. [default: 1]",
     int,
 )
+batch_pause_option = env_option(
+    "batch_pause_seconds",
+    "Drain mode: the pause after each batch before the next, leaving the database to "
+    "the bookings; 0..60, 0 = none. [default: 0]",
+    float,
+)
 lock_timeout_option = env_option(
     "lock_timeout_seconds",
     "How long a statement may wait for a lock (a migration's table lock, say) before the "
@@ -97,6 +103,7 @@ def cycle_options(command: F) -> F:
             database_url_option,
             batch_size_option,
             max_batches_option,
+            batch_pause_option,
             max_cycle_option,
             lock_timeout_option,
             poison_backoff_option,

@@ -69,6 +69,10 @@ class ExpiryCycle:
             longest_seconds = max(longest_seconds, batch.duration_ms / 1000.0)
             if (reason := self._stop_reason(run, batch, longest_seconds)) is not None:
                 return reason
+            if self._limits.batch_pause_seconds > 0:
+                await run.pause(self._limits.batch_pause_seconds)
+                if run.stop_requested():
+                    return StopReason.STOP_REQUESTED
 
     def _stop_reason(
         self, run: CycleRun, batch: BatchResult, longest_seconds: float
@@ -79,8 +83,9 @@ class ExpiryCycle:
             return StopReason.MAX_BATCHES
         if run.stop_requested():
             return StopReason.STOP_REQUESTED
-        # Another batch only if twice the slowest so far still fits in the budget.
-        if run.deadline is not None and self._monotonic() + 2 * longest_seconds > run.deadline:
+        # Another batch only if the pause and twice the slowest batch so far still fit.
+        ahead = self._limits.batch_pause_seconds + 2 * longest_seconds
+        if run.deadline is not None and self._monotonic() + ahead > run.deadline:
             return StopReason.BUDGET
         return None
 

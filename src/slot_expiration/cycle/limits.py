@@ -11,4 +11,5 @@ from slot_expiration.cycle.backoff import PoisonBackoff
 class CycleLimits:
     batch_size: int = 500
     max_batches: int = 1  # 0: until the backlog is empty (or the budget runs low)
+    batch_pause_seconds: float = 0.0  # between two batches of a drain
     backoff: PoisonBackoff = field(default_factory=PoisonBackoff)

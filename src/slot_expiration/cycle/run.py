@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -39,7 +40,8 @@ class CycleRun:
     `stop_requested` is polled between batches: once it answers True the cycle
     starts no further batch (the one in flight finishes or rolls back whole).
     `deadline` (on the cycle's monotonic clock) is when the cycle's budget runs
-    out: no batch starts that would likely not end before it.
+    out: no batch starts that would likely not end before it. `pause` waits
+    between two batches of a drain; the loop's own ends early on a stop.
     """
 
     run_id: UUID
@@ -47,3 +49,4 @@ class CycleRun:
     observer: BatchObserver = field(default_factory=NoBatchObserver)
     stop_requested: Callable[[], bool] = _never
     deadline: float | None = None
+    pause: Callable[[float], Awaitable[None]] = asyncio.sleep

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any, Protocol
 from uuid import uuid4
 
 from slot_expiration.cycle import CycleResult, CycleRun
+from slot_expiration.loop.signals import StopSignal
 from slot_expiration.telemetry import CycleHooks
 
 
@@ -41,7 +42,7 @@ async def observed_cycle(
     hooks: CycleHooks,
     budget_seconds: float,
     as_of: datetime,
-    stop_requested: Callable[[], bool] = _never,
+    stop: StopSignal | None = None,
 ) -> CycleResult:
     """Run one cycle within `budget_seconds`; every outcome reaches the hooks exactly once.
 
@@ -53,7 +54,8 @@ async def observed_cycle(
         run_id=uuid4(),
         as_of=as_of,
         observer=hooks,
-        stop_requested=stop_requested,
+        stop_requested=_never if stop is None else stop.requested.is_set,
+        pause=asyncio.sleep if stop is None else stop.pause,
         deadline=time.monotonic() + budget_seconds,
     )
     hooks.cycle_started(run.run_id, as_of)

@@ -71,7 +71,7 @@ class PollingLoop:
                 self._hooks,
                 self._timing.max_cycle_seconds,
                 self._now(),
-                stop_requested=self._stop.requested.is_set,
+                stop=self._stop,
             )
         except asyncio.CancelledError:
             self.stats.cycles_failed += 1

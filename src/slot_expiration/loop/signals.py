@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -17,6 +18,11 @@ class StopSignal:
     def __init__(self) -> None:
         self.requested = asyncio.Event()
         self.forced = asyncio.Event()
+
+    async def pause(self, seconds: float) -> None:
+        """Wait `seconds`, or less if a stop is requested meanwhile."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.requested.wait(), seconds)
 
     def request(self) -> None:
         if self.requested.is_set():

@@ -69,6 +69,7 @@ class WorkerOptions(DatabaseOptions):
     max_cycle_seconds: Annotated[float, Field(gt=0, le=3_600)] = 30.0
     shutdown_grace_seconds: Annotated[float, Field(ge=0, le=3_600)] = 10.0
     max_batches_per_cycle: Annotated[int, Field(ge=0, le=1_000_000)] = 1
+    batch_pause_seconds: Annotated[float, Field(ge=0, le=60)] = 0.0
     lock_timeout_seconds: Annotated[float, Field(gt=0, le=3_600)] = 2.0
     poison_backoff_seconds: Annotated[float, Field(gt=0, le=86_400)] = 300.0
     poison_backoff_max_seconds: Annotated[float, Field(gt=0, le=30 * 86_400)] = 3_600.0
@@ -88,6 +89,13 @@ class WorkerOptions(DatabaseOptions):
     def _backoff_range(self) -> Self:
         if self.poison_backoff_max_seconds < self.poison_backoff_seconds:
             raise ValueError("poison_backoff_max_seconds must be at least poison_backoff_seconds")
+        return self
+
+    @model_validator(mode="after")
+    def _pause_within_budget(self) -> Self:
+        # A pause as long as the budget would leave no time for a second batch.
+        if self.batch_pause_seconds >= self.max_cycle_seconds:
+            raise ValueError("batch_pause_seconds must be below max_cycle_seconds")
         return self
 
     def with_database_url(self, url: str) -> WorkerOptions:

@@ -44,6 +44,7 @@ def cycle_limits(options: WorkerOptions) -> CycleLimits:
     return CycleLimits(
         batch_size=options.batch_size,
         max_batches=options.max_batches_per_cycle,
+        batch_pause_seconds=options.batch_pause_seconds,
         backoff=PoisonBackoff(options.poison_backoff_seconds, options.poison_backoff_max_seconds),
     )
 
