@@ -7,7 +7,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from slot_expiration.store.migrate import head_revision, upgrade
+from slot_expiration.store.migrate import current_revision, downgrade, head_revision, upgrade
 from tests.support.cycles import run_cycle
 from tests.support.database import SlotDatabase
 from tests.support.slots import make_slot, past_slots
@@ -59,6 +59,39 @@ def test_selection_index_holds_available_slots_by_start_then_id(database_url: st
 
     assert row is not None
     assert row[0].endswith("USING btree (start_at, id) WHERE (status = 'Available'::text)")
+
+
+def _selection_index_and_table_options(url: str) -> tuple[str, list[str] | None]:
+    with psycopg.connect(url) as conn:
+        index = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_availability_slots_status_start'"
+        ).fetchone()
+        options = conn.execute(
+            "SELECT reloptions FROM pg_class WHERE oid = 'availability_slots'::regclass"
+        ).fetchone()
+    assert index is not None
+    assert options is not None
+    return index[0], options[0]
+
+
+def test_the_table_is_vacuumed_after_two_percent_of_it_changed(database_url: str) -> None:
+    _, options = _selection_index_and_table_options(database_url)
+
+    assert options == ["autovacuum_vacuum_scale_factor=0.02"]
+
+
+def test_the_tuning_migrations_go_back_and_forth(empty_database_url: str) -> None:
+    upgrade(empty_database_url)
+
+    downgrade(empty_database_url, "0003")
+    index, options = _selection_index_and_table_options(empty_database_url)
+    assert current_revision(empty_database_url) == "0003"
+    assert (index.endswith("USING btree (status, start_at)"), options) == (True, None)
+
+    upgrade(empty_database_url)
+    index, options = _selection_index_and_table_options(empty_database_url)
+    assert index.endswith("USING btree (start_at, id) WHERE (status = 'Available'::text)")
+    assert options == ["autovacuum_vacuum_scale_factor=0.02"]
 
 
 @pytest.mark.parametrize("status", ["Available", "Booked", "Expired", "Archived"])

@@ -94,3 +94,11 @@ def upgrade(database_url: str) -> MigrationOutcome:
         raise StoreUnavailableError(first_line(exc)) from exc
     except alembic.util.CommandError as exc:
         raise MigrationError(f"migration failed: {first_line(exc)}") from exc
+
+
+def downgrade(database_url: str, revision: str) -> None:
+    """Take the schema back to `revision` (a release rolled back)."""
+    try:
+        command.downgrade(_config(database_url), revision)
+    except alembic.util.CommandError as exc:
+        raise MigrationError(f"migration failed: {first_line(exc)}") from exc
