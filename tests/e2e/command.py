@@ -176,6 +176,14 @@ async def _collect(stream: asyncio.StreamReader, sink: list[str]) -> None:
         sink.append(raw.decode(errors="replace").rstrip("\n"))
 
 
+def _sigint_as_a_terminal_sends_it() -> None:
+    """In the child, before exec: SIGINT back to its default. A suite started in the
+    background (`cmd &`, nohup) has SIGINT ignored, an ignored signal is inherited
+    across exec, and Python then installs no KeyboardInterrupt for it: the tests
+    that send SIGINT would test the shell's setting, not the command."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @asynccontextmanager
 async def started(
     *args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None
@@ -189,6 +197,7 @@ async def started(
         stderr=asyncio.subprocess.PIPE,
         env=clean_env(env),
         cwd=cwd,
+        preexec_fn=_sigint_as_a_terminal_sends_it,
     )
     running = Running((PROGRAM.name, *args), process)
     try:
