@@ -251,7 +251,7 @@ CASES = [
     ),
     Case(
         "run-without-schema",
-        lambda t: ["run", "--database-url", t.empty, "--interval-seconds", "0.1"],
+        lambda t: ["run", "--database-url", t.empty, "--interval-seconds", "1"],
         FAILURE,
         r"slot-expiration migrate",
         needs_empty_database=True,

@@ -93,7 +93,7 @@ async def cleaned_up(root: Path) -> AsyncIterator[None]:
 
 async def test_demo_seeds_runs_the_worker_shows_counts_and_stops_its_server() -> None:
     done = await run_command(
-        "demo", "--interval-seconds", "0.2", timeout_seconds=DEMO_TIMEOUT_SECONDS
+        "demo", "--interval-seconds", "1", timeout_seconds=DEMO_TIMEOUT_SECONDS
     )
 
     lines = done.stdout.splitlines()
@@ -193,7 +193,7 @@ async def test_demo_ignores_the_worker_database_url_in_the_environment(
     """The demo writes demo rows: only into a database named on its own command line."""
     done = await run_command(
         "demo",
-        "--interval-seconds", "0.2",
+        "--interval-seconds", "1",
         env={"SLOT_EXPIRATION_DATABASE_URL": secret_url},
         timeout_seconds=DEMO_TIMEOUT_SECONDS,
     )  # fmt: skip
@@ -214,7 +214,7 @@ async def test_the_demo_runs_twice_on_one_database_through_the_slot_operations(
     the way of the second (the publish operation would refuse an overlap)."""
     runs = [
         await run_command(
-            "demo", "--interval-seconds", "0.2", "--database-url", db.url,
+            "demo", "--interval-seconds", "1", "--database-url", db.url,
             timeout_seconds=DEMO_TIMEOUT_SECONDS,
         )
         for _ in range(2)

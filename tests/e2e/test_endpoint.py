@@ -19,7 +19,7 @@ from tests.support.slots import make_slot
 pytestmark = pytest.mark.e2e
 
 P = "calendar_slot_expiration"
-FAST = ("--interval-seconds", "0.2", "--batch-size", "2")
+FAST = ("--interval-seconds", "1", "--batch-size", "2")
 
 
 async def test_run_serves_its_metrics_health_and_readiness_while_it_polls(

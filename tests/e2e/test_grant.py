@@ -38,7 +38,8 @@ async def test_the_owner_grants_and_the_worker_runs_as_the_least_privileged_role
 
     assert granted.returncode == 0, granted.describe()
     expected = (
-        f'GRANT UPDATE (status, updated_at, version) ON TABLE availability_slots TO "{role.name}"'
+        f'GRANT UPDATE ("status", "updated_at", "version") ON TABLE "availability_slots" '
+        f'TO "{role.name}";'
     )
     assert expected in granted.stdout
     assert once.returncode == 0, once.describe()
@@ -78,16 +79,60 @@ async def test_grant_dry_run_prints_the_statements_and_changes_nothing(
 
     assert done.returncode == 0, done.describe()
     assert done.stdout.count("GRANT ") == 5
-    assert worker.returncode == 1  # it still may not read the slots
-    assert "permission denied" in worker.stderr
+    assert ";;" not in done.stdout
+    assert (
+        f"role '{role.name}' would then: SELECT, UPDATE (status, updated_at, version) on "
+        "availability_slots" in done.stdout
+    )
+    assert f"role '{role.name}' would have exactly the worker's privileges" in done.stdout
+    assert worker.returncode == 1  # it still may not read the slots: refused at start
+    assert worker.stderr.splitlines() == [
+        f"slot-expiration: error: role {role.name} cannot run a cycle: no SELECT on "
+        "availability_slots; no UPDATE (status) on availability_slots; no UPDATE (updated_at) "
+        "on availability_slots; no UPDATE (version) on availability_slots; no SELECT on "
+        "slot_expiration_failures; no INSERT on slot_expiration_failures; no UPDATE on "
+        "slot_expiration_failures; no DELETE on slot_expiration_failures; no SELECT on "
+        "slot_expiration_alembic_version; as the owner of availability_slots, run "
+        f"`slot-expiration grant --role {role.name}` (SQLSTATE 42501)"
+    ]
 
 
-async def test_grant_to_an_unknown_role_is_one_line_and_exit_1(db: SlotDatabase) -> None:
+async def test_grant_to_an_unknown_role_is_one_line_and_exit_2(db: SlotDatabase) -> None:
     done = await run_command("grant", "--role", "nobody_here", "--database-url", db.url)
 
-    assert done.returncode == 1, done.describe()
+    assert done.returncode == 2, done.describe()
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
         "slot-expiration: error: role 'nobody_here' does not exist: create it first "
         "(CREATE ROLE \"nobody_here\" LOGIN PASSWORD '...')"
+    ]
+
+
+async def test_the_statements_of_a_dry_run_are_valid_sql_that_grants_what_it_said(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await db.insert(past_slots(2))
+    printed = await run_command("grant", "--role", role.name, "--dry-run", "--database-url", db.url)
+    script = [line for line in printed.stdout.splitlines() if line.startswith(("GRANT", "REVOKE"))]
+
+    for statement in script:
+        await db.execute(statement)
+    once = await run_command(
+        "once", "--json", "--as-of", AS_OF.isoformat(), "--database-url", role.url_for(db.url)
+    )
+
+    assert once.returncode == 0, once.describe()
+    assert json.loads(once.stdout)["expired_count"] == 2
+
+
+async def test_grant_refuses_the_connecting_role_with_one_line_and_exit_2(
+    db: SlotDatabase,
+) -> None:
+    done = await run_command("grant", "--role", "postgres", "--database-url", db.url)
+
+    assert done.returncode == 2, done.describe()
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "slot-expiration: error: role 'postgres' is the role running grant: the worker must "
+        "log in as another; nothing was changed"
     ]

@@ -50,6 +50,8 @@ async def test_status_json_reports_counts_backlog_oldest_sessions_failures_and_i
         "revision": head_revision(),
         "latest": head_revision(),
         "up_to_date": True,
+        "contract_mismatches": [],
+        "missing_tables": [],
     }
     assert report["counts"] == {"Available": 3, "Booked": 1, "Expired": 1, "Archived": 0}
     assert report["backlog"] == {"count": 2, "capped": False, "cap": 100_000}
@@ -127,8 +129,8 @@ async def test_status_on_a_database_never_migrated_says_to_migrate_and_exits_1(
     assert done.returncode == 1, done.describe()
     assert done.stdout == ""
     assert done.stderr == (
-        "slot-expiration: error: the schema is missing or out of date: "
-        "run `slot-expiration migrate` first\n"
+        "slot-expiration: error: table availability_slots does not exist: the schema is "
+        "missing or out of date: run `slot-expiration migrate` first (SQLSTATE 42P01)\n"
     )
 
 

@@ -98,7 +98,7 @@ async def test_a_read_only_standby_fails_cycles_writes_nothing_then_drains_once_
     )  # fmt: skip
     assert unchanged  # nothing written while read-only
     read_only = events_of(done, "cycle.failed")[:READ_ONLY_CYCLES]
-    assert {e["error_type"] for e in read_only} == {"StoreUnavailableError"}, done.describe()
+    assert {e["error_type"] for e in read_only} == {"TransientStoreError"}, done.describe()
     assert all("read-only transaction" in e["exception"] for e in read_only), done.describe()
     assert primary_after == ledger.before  # the old primary was never written to either
     assert done.returncode == 0, done.describe()

@@ -73,7 +73,7 @@ async def test_server_stopped_mid_cycle_then_started_again_loses_and_repeats_not
     )  # fmt: skip
     assert done.returncode == 0, done.describe()
     failures = events_of(done, "cycle.failed")
-    assert {e["error_type"] for e in failures} <= {"StoreUnavailableError", "StoreConnectError"}
+    assert {e["error_type"] for e in failures} <= {"TransientStoreError", "StoreConnectError"}
     assert audit.clean, audit.describe()
 
 
@@ -109,5 +109,5 @@ async def test_worker_backend_terminated_mid_batch_fails_one_cycle_and_the_next_
     )  # fmt: skip
     assert done.returncode == 0, done.describe()
     failures = events_of(done, "cycle.failed")
-    assert [e["error_type"] for e in failures] == ["StoreUnavailableError"], done.describe()
+    assert [e["error_type"] for e in failures] == ["TransientStoreError"], done.describe()
     assert audit.clean, audit.describe()

@@ -17,7 +17,7 @@ from tests.support.ledger import Ledger
 from tests.support.slots import make_slot
 
 # A short interval keeps recovery quick in tests; production ticks every 300 s.
-INTERVAL_SECONDS = "0.2"
+INTERVAL_SECONDS = "1"  # the shortest `run` accepts
 RECOVERY_TIMEOUT_SECONDS = 60.0
 MESSAGE_CHARS = 200
 

@@ -1,28 +1,33 @@
-"""Once COMMIT is sent, no cancellation cuts it short: the batch is whole, and reported."""
+"""Once COMMIT is sent, no cancellation cuts it short: the batch is whole, and reported;
+the cancellation is delivered after it, so nothing else starts."""
 
 from __future__ import annotations
 
 import asyncio
+from uuid import uuid4
 
 import pytest
 
+from slot_expiration.cycle import CycleRun
 from slot_expiration.domain import SlotStatus
-from tests.support.cycles import run_cycle
+from tests.support.cycles import BatchLog, make_cycle
 from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger
-from tests.support.slots import past_slots
+from tests.support.slots import AS_OF, past_slots
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
 
-async def test_cancelling_twice_during_commit_still_commits_and_returns_the_result(
+async def test_cancelling_twice_during_commit_commits_reports_the_batch_then_cancels(
     db: SlotDatabase,
 ) -> None:
     slots = await db.insert(past_slots(8))
     # The COMMIT itself waits at the gate: deferred triggers run inside it.
     await install_deferred_trigger(db, f"PERFORM pg_advisory_xact_lock_shared({GATE_KEY});")
     await db.close_gate()
-    task = asyncio.create_task(run_cycle(db.url, batch_size=100))
+    log = BatchLog()
+    cycle = make_cycle(db.url, batch_size=100)
+    task = asyncio.create_task(cycle.run(CycleRun(run_id=uuid4(), as_of=AS_OF, observer=log)))
 
     async def committing() -> bool:
         return await db.worker_sessions(waiting_on_gate=True) == 1
@@ -32,8 +37,11 @@ async def test_cancelling_twice_during_commit_still_commits_and_returns_the_resu
     await asyncio.sleep(0)  # let the first cancellation land before the second
     task.cancel()
     await db.open_gate()
-    result = await task
+    with pytest.raises(asyncio.CancelledError):
+        await task
 
-    assert result.expired_count == len(slots)
+    (committed,) = log.batches
+    assert committed.expired_count == len(slots)
     assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
+    assert log.backlogs == []  # nothing new started once the cancel was delivered
     assert await db.worker_locks() == 0

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import SchemaMissingError, SlotStore, StoreUnavailableError
+from slot_expiration.store import SchemaMissingError, SlotStore, TransientStoreError
 from tests.support.cycles import run_cycle
 from tests.support.database import LIMITS, SlotDatabase, install_deferred_trigger, rows_locked
 from tests.support.slots import AS_OF, make_slot, past_slots
@@ -161,7 +161,7 @@ async def test_infrastructure_error_rolls_back_the_whole_batch(
     await db.install_poison_trigger([slots[3].id], sqlstate)
     before = await db.rows()
 
-    with pytest.raises(StoreUnavailableError):
+    with pytest.raises(TransientStoreError):
         await run_cycle(db.url)
 
     assert await db.rows() == before

@@ -1,5 +1,7 @@
 """The worker's role: exactly SELECT on the slots, UPDATE of status, updated_at and
-version, its quarantine; it logs in with a password over TCP and does its job."""
+version, its quarantine; it logs in with a password over TCP and does its job. `grant`
+takes nothing the role may need elsewhere unless told to, refuses roles it must not
+narrow, and says what the role can do, inherited rights included."""
 
 from __future__ import annotations
 
@@ -8,14 +10,19 @@ from datetime import timedelta
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from slot_expiration.domain import SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.store import StoreConnectError
+from slot_expiration.store import ErrorFamily, SlotStoreError
 from slot_expiration.store.privileges import (
+    GrantMode,
+    GrantRefusedError,
     NotOwnerError,
+    Privilege,
+    TablePrivilege,
     UnknownRoleError,
-    grant_worker_privileges,
+    grant_privileges,
 )
 from tests.support.cycles import run_cycle
 from tests.support.database import SlotDatabase
@@ -36,7 +43,7 @@ async def test_the_granted_role_runs_cycles_and_keeps_its_quarantine(
 ) -> None:
     slots = await db.insert(past_slots(6))
     await db.install_poison_trigger([slots[0].id], "P0001")
-    await grant_worker_privileges(db.url, role.name)
+    await grant_privileges(db.url, role.name)
 
     outcome = await run_cycle(role.url_for(db.url))
 
@@ -50,10 +57,14 @@ async def test_the_granted_role_runs_cycles_and_keeps_its_quarantine(
 
 
 async def test_a_wrong_password_is_refused(db: SlotDatabase, role: PasswordRole) -> None:
-    await grant_worker_privileges(db.url, role.name)
+    await grant_privileges(db.url, role.name)
 
-    with pytest.raises(StoreConnectError, match="password authentication failed"):
+    with pytest.raises(SlotStoreError, match="password authentication failed") as refused:
         await run_cycle(role.url_for(db.url, password="wrong"))  # noqa: S106 - a wrong one
+
+    assert refused.value.connecting
+    assert refused.value.sqlstate == "28P01"
+    assert refused.value.family is ErrorFamily.MISCONFIGURED
 
 
 @pytest.mark.parametrize(
@@ -75,7 +86,7 @@ async def test_the_role_cannot(
     db: SlotDatabase, role: PasswordRole, what: str, statement: str
 ) -> None:
     await db.insert(past_slots(2))
-    await grant_worker_privileges(db.url, role.name)
+    await grant_privileges(db.url, role.name)
     before = await db.rows()
 
     async with await psycopg.AsyncConnection.connect(role.url_for(db.url)) as conn:
@@ -89,7 +100,7 @@ async def test_the_role_may_write_exactly_the_three_transition_columns(
     db: SlotDatabase, role: PasswordRole
 ) -> None:
     (slot,) = await db.insert([make_slot(timedelta(minutes=-1))])
-    await grant_worker_privileges(db.url, role.name)
+    await grant_privileges(db.url, role.name)
 
     async with await psycopg.AsyncConnection.connect(role.url_for(db.url)) as conn:
         await conn.execute(
@@ -102,48 +113,145 @@ async def test_the_role_may_write_exactly_the_three_transition_columns(
     assert (row.status, row.version, row.updated_at) == (SlotStatus.EXPIRED, 2, AS_OF)
 
 
-async def test_granting_twice_leaves_the_same_privileges_and_revokes_extra_ones(
+WORKER_TABLE_GRANTS = {
+    ("availability_slots", "SELECT"),
+    ("slot_expiration_failures", "SELECT"),
+    ("slot_expiration_failures", "INSERT"),
+    ("slot_expiration_failures", "UPDATE"),
+    ("slot_expiration_failures", "DELETE"),
+    ("slot_expiration_alembic_version", "SELECT"),
+}
+
+
+async def test_granting_twice_leaves_the_same_privileges_and_says_they_are_exact(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    first = await grant_privileges(db.url, role.name)
+    granted = await table_privileges(db, role.name)
+
+    second = await grant_privileges(db.url, role.name)
+
+    assert first.statements == second.statements
+    assert await table_privileges(db, role.name) == granted == WORKER_TABLE_GRANTS
+    columns = await column_privileges(db, role.name, "availability_slots", "UPDATE")
+    assert columns == {"status", "updated_at", "version"}
+    assert second.exact
+    assert not second.missing
+
+
+async def test_grant_keeps_what_the_role_already_had_and_names_it(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await db.execute(f'GRANT INSERT, DELETE ON availability_slots TO "{role.name}"')
+
+    report = await grant_privileges(db.url, role.name)
+
+    held = await table_privileges(db, role.name)
+    assert {("availability_slots", "INSERT"), ("availability_slots", "DELETE")} <= held
+    assert set(report.extra_direct) == {
+        TablePrivilege("availability_slots", Privilege.INSERT),
+        TablePrivilege("availability_slots", Privilege.DELETE),
+    }
+    assert not report.exact
+
+
+async def test_grant_revokes_what_the_role_holds_beyond_its_needs_only_when_told(
     db: SlotDatabase, role: PasswordRole
 ) -> None:
     await db.execute(f'GRANT ALL ON availability_slots TO "{role.name}"')
-    first = await grant_worker_privileges(db.url, role.name)
-    granted = await table_privileges(db, role.name)
 
-    second = await grant_worker_privileges(db.url, role.name)
+    report = await grant_privileges(db.url, role.name, revoke_extra=True)
 
-    assert first == second
-    assert await table_privileges(db, role.name) == granted
-    assert granted == {
-        ("availability_slots", "SELECT"),
-        ("slot_expiration_failures", "SELECT"),
-        ("slot_expiration_failures", "INSERT"),
-        ("slot_expiration_failures", "UPDATE"),
-        ("slot_expiration_failures", "DELETE"),
-        ("slot_expiration_alembic_version", "SELECT"),
-    }
+    assert await table_privileges(db, role.name) == WORKER_TABLE_GRANTS
     columns = await column_privileges(db, role.name, "availability_slots", "UPDATE")
     assert columns == {"status", "updated_at", "version"}
+    assert report.exact
+    assert any(statement.startswith("REVOKE") for statement in report.statements)
+
+
+async def test_grant_reports_rights_the_role_inherits_through_a_membership(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    group = f"{role.name}_app"
+    await db.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(group)))
+    try:
+        await db.execute(sql.SQL("GRANT DELETE ON availability_slots TO {}").format(
+            sql.Identifier(group)))  # fmt: skip
+        await db.execute(sql.SQL("GRANT {} TO {}").format(
+            sql.Identifier(group), sql.Identifier(role.name)))  # fmt: skip
+
+        report = await grant_privileges(db.url, role.name, revoke_extra=True)
+
+        (inherited,) = report.extra_inherited
+        assert inherited.privilege == TablePrivilege("availability_slots", Privilege.DELETE)
+        assert inherited.via == (group,)
+        assert not report.exact
+    finally:
+        await db.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(group)))
+        await db.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(group)))
+
+
+async def test_grant_refuses_the_owner_a_superuser_and_the_connecting_role(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await db.execute(sql.SQL("ALTER ROLE {} SUPERUSER").format(sql.Identifier(role.name)))
+    try:
+        with pytest.raises(GrantRefusedError, match="is a superuser"):
+            await grant_privileges(db.url, role.name)
+    finally:
+        await db.execute(sql.SQL("ALTER ROLE {} NOSUPERUSER").format(sql.Identifier(role.name)))
+    with pytest.raises(GrantRefusedError, match="the role running grant"):
+        await grant_privileges(db.url, "postgres")
+    owner = f"{role.name}_owner"
+    await db.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(owner)))
+    try:
+        await db.execute(sql.SQL("GRANT {} TO {}").format(
+            sql.Identifier(owner), sql.Identifier(role.name)))  # fmt: skip
+        await db.execute(sql.SQL("ALTER TABLE availability_slots OWNER TO {}").format(
+            sql.Identifier(owner)))  # fmt: skip
+        with pytest.raises(GrantRefusedError, match="owns availability_slots"):
+            await grant_privileges(db.url, role.name)
+    finally:
+        await db.execute("ALTER TABLE availability_slots OWNER TO postgres")
+        await db.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(owner)))
+        await db.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))
+    assert await table_privileges(db, role.name) == set()
+
+
+async def test_read_only_grants_reading_and_nothing_else(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    report = await grant_privileges(db.url, role.name, GrantMode.READ_ONLY)
+
+    assert await table_privileges(db, role.name) == {
+        ("availability_slots", "SELECT"),
+        ("slot_expiration_failures", "SELECT"),
+        ("slot_expiration_alembic_version", "SELECT"),
+    }
+    assert report.exact
 
 
 async def test_a_dry_run_composes_the_statements_and_changes_nothing(
     db: SlotDatabase, role: PasswordRole
 ) -> None:
-    statements = await grant_worker_privileges(db.url, role.name, apply=False)
+    report = await grant_privileges(db.url, role.name, apply=False)
 
-    assert any(f'TO "{role.name}"' in statement for statement in statements)
+    assert any(f'TO "{role.name}"' in statement for statement in report.statements)
+    assert not report.applied
+    assert report.exact  # what the statements would give
     assert await table_privileges(db, role.name) == set()
 
 
 async def test_an_unknown_role_is_named_and_nothing_is_granted(db: SlotDatabase) -> None:
     with pytest.raises(UnknownRoleError, match="no_such_role_x"):
-        await grant_worker_privileges(db.url, "no_such_role_x")
+        await grant_privileges(db.url, "no_such_role_x")
 
 
 async def test_granting_needs_the_owner(db: SlotDatabase, role: PasswordRole) -> None:
-    await grant_worker_privileges(db.url, role.name)
+    await grant_privileges(db.url, role.name)
 
     with pytest.raises(NotOwnerError, match="owner of availability_slots"):
-        await grant_worker_privileges(role.url_for(db.url), role.name)
+        await grant_privileges(role.url_for(db.url), role.name)
 
 
 async def table_privileges(db: SlotDatabase, role: str) -> set[tuple[str, str]]:

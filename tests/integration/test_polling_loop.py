@@ -14,7 +14,7 @@ from slot_expiration.domain import SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.loop import LoopStats, PollingLoop, StopSignal
 from slot_expiration.options import WorkerOptions, load_options
-from slot_expiration.store import StoreUnavailableError
+from slot_expiration.store import TransientStoreError
 from slot_expiration.store.migrate import upgrade
 from slot_expiration.worker import build_loop
 from tests.support.database import SlotDatabase
@@ -129,7 +129,7 @@ async def test_lost_connection_fails_the_cycle_and_the_next_tick_retries(
             "WHERE application_name = 'slot-expiration'"
         )
         await harness.hooks.next_outcome()
-        assert isinstance(harness.hooks.failed[0][0], StoreUnavailableError)
+        assert isinstance(harness.hooks.failed[0][0], TransientStoreError)
         assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
 
         await db.open_gate()
@@ -196,7 +196,7 @@ async def test_loop_recovers_after_the_database_went_away_and_came_back(
     async with running(worker_options(own_server.url)) as harness:
         own_server.stop()
         await harness.tick_and_wait()
-        assert isinstance(harness.hooks.failed[0][0], StoreUnavailableError)
+        assert isinstance(harness.hooks.failed[0][0], TransientStoreError)
 
         own_server.start()
         await harness.tick_and_wait()

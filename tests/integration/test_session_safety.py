@@ -14,7 +14,7 @@ from slot_expiration.cycle import CycleResult
 from slot_expiration.domain import SlotStatus
 from slot_expiration.loop import CycleBudgetExceededError, observed_cycle
 from slot_expiration.options import load_options
-from slot_expiration.store import SessionLimits, SlotStore, StoreUnavailableError
+from slot_expiration.store import SlotStore, TransactionLimits, TransientStoreError
 from slot_expiration.worker import build_cycle
 from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger
 from tests.support.doubles import RecordingHooks
@@ -55,7 +55,7 @@ async def test_a_table_lock_held_elsewhere_fails_the_cycle_on_lock_timeout_not_t
     slots = await db.insert(past_slots(5))
 
     async with table_locked(db.url):
-        with pytest.raises(StoreUnavailableError, match="lock timeout"):
+        with pytest.raises(TransientStoreError, match="lock timeout"):
             await one_cycle(db.url, lock_timeout_seconds=0.2)
     after = await one_cycle(db.url, lock_timeout_seconds=0.2)
 
@@ -119,8 +119,8 @@ async def test_a_commit_whose_answer_never_comes_is_in_doubt_yet_each_row_change
 
 
 async def test_every_transaction_carries_the_worker_limits_itself(db: SlotDatabase) -> None:
-    limits = SessionLimits(
-        statement_timeout_ms=30_000, idle_in_transaction_timeout_ms=30_000, lock_timeout_ms=2_000
+    limits = TransactionLimits(
+        statement_timeout_ms=30_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=30_000
     )
     seen = []
     async with SlotStore.connect(db.url, limits) as store:
@@ -132,7 +132,7 @@ async def test_every_transaction_carries_the_worker_limits_itself(db: SlotDataba
 
 
 async def store_settings(store: SlotStore) -> tuple[str, str, str]:
-    conn = store._conn
+    conn = store._session.connection
     cursor = await conn.execute(
         "SELECT current_setting('statement_timeout'), "
         "current_setting('idle_in_transaction_session_timeout'), current_setting('lock_timeout')"
@@ -147,16 +147,14 @@ async def test_statements_are_prepared_on_the_server_only_when_asked(
     db: SlotDatabase, wanted: bool, prepared: int
 ) -> None:
     await db.insert(past_slots(30))
-    limits = SessionLimits(
-        statement_timeout_ms=30_000,
-        idle_in_transaction_timeout_ms=30_000,
-        prepared_statements=wanted,
+    limits = TransactionLimits(
+        statement_timeout_ms=30_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=30_000
     )
-    async with SlotStore.connect(db.url, limits) as store:
+    async with SlotStore.connect(db.url, limits, prepare=wanted) as store:
         for _ in range(3):  # a drain repeats the batch statement
             async with store.transaction():
                 await store.expire_batch(AS_OF, AS_OF, 5)
-        conn = store._conn
+        conn = store._session.connection
         cursor = await conn.execute(
             "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%%picked%%'"
         )

@@ -12,11 +12,11 @@ import pytest
 from slot_expiration.domain import SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.options import load_options
-from slot_expiration.status import collect_status
+from slot_expiration.status import Unreadable, collect_status, render_text
 from slot_expiration.store import SchemaMissingError, SlotStore
 from slot_expiration.store.migrate import head_revision
-from slot_expiration.store.privileges import grant_worker_privileges
-from slot_expiration.store.status_store import StatusStore
+from slot_expiration.store.privileges import GrantMode, grant_privileges
+from slot_expiration.store.status_store import SchemaState, StatusStore
 from slot_expiration.worker.observability import readiness_for
 from tests.support.database import LIMITS, SlotDatabase
 from tests.support.roles import password_role
@@ -56,7 +56,7 @@ async def test_the_status_session_cannot_write_and_its_limits_end_with_it(
     database_url: str,
 ) -> None:
     async with StatusStore.connect(database_url, APP) as store:
-        conn = store._conn  # the session itself, as a stray write would find it
+        conn = store._session.connection  # the session itself, as a stray write would find it
         cursor = await conn.execute("SELECT current_setting('statement_timeout')")
         assert await cursor.fetchone() == ("10s",)
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
@@ -137,8 +137,8 @@ async def test_failed_slots_are_the_quarantined_ones_still_available_latest_firs
     await quarantine(db, expired.id, attempts=2, minutes_ago=1)  # left Available since
 
     async with StatusStore.connect(db.url, APP) as store:
-        total, shown = await store.failed_slots(limit=1)
-        _, all_shown = await store.failed_slots(limit=10)
+        total, shown = await store.quarantine.listing(limit=1)
+        _, all_shown = await store.quarantine.listing(limit=10)
         overdue = await store.oldest_overdue(AS_OF)
 
     assert total == 2
@@ -225,6 +225,8 @@ async def test_collect_status_gathers_the_whole_report(db: SlotDatabase) -> None
         "revision": head_revision(),
         "latest": head_revision(),
         "up_to_date": True,
+        "contract_mismatches": [],
+        "missing_tables": [],
     }
     assert document["counts"] == {"Available": 3, "Booked": 0, "Expired": 0, "Archived": 0}
     assert document["backlog"] == {"count": 2, "capped": False, "cap": 100_000}
@@ -281,10 +283,62 @@ async def test_readiness_is_ready_for_the_least_privileged_worker_role(
     db: SlotDatabase, pg_server: EmbeddedPostgres
 ) -> None:
     with password_role(pg_server) as role:
-        await grant_worker_privileges(db.url, role.name)
+        await grant_privileges(db.url, role.name)
         options = load_options(database_url=role.url_for(db.url))
 
         report = await readiness_for(options).report()
 
     assert report.ready, report.detail
     assert report.schema_revision == head_revision()
+
+
+async def test_status_as_a_read_only_account_reads_every_part(
+    db: SlotDatabase, pg_server: EmbeddedPostgres
+) -> None:
+    await db.insert([make_slot(timedelta(minutes=-3))])
+    with password_role(pg_server) as role:
+        await grant_privileges(db.url, role.name, GrantMode.READ_ONLY)
+
+        report = await collect_status(role.url_for(db.url), AS_OF, batch_size=500)
+
+    parts = report.as_json()
+    assert not [
+        name for name, part in parts.items() if isinstance(part, dict) and "unreadable" in part
+    ]
+    assert parts["backlog"]["count"] == 1
+    assert parts["index"]["serves_selection"] in (True, False)  # planned, not refused
+
+
+async def test_a_part_the_role_may_not_read_says_why_and_the_rest_still_prints(
+    db: SlotDatabase, pg_server: EmbeddedPostgres
+) -> None:
+    await db.insert([make_slot(timedelta(minutes=-3))])
+    with password_role(pg_server) as role:
+        await grant_privileges(db.url, role.name, GrantMode.READ_ONLY)
+        await db.execute(f'REVOKE SELECT ON slot_expiration_failures FROM "{role.name}"')
+
+        report = await collect_status(role.url_for(db.url), AS_OF, batch_size=500)
+
+    assert isinstance(report.quarantine, Unreadable)
+    assert report.quarantine.sqlstate == "42501"
+    assert "permission denied" in str(report.quarantine)
+    assert report.counts == {
+        SlotStatus.AVAILABLE: 1, SlotStatus.BOOKED: 0, SlotStatus.EXPIRED: 0,
+        SlotStatus.ARCHIVED: 0,
+    }  # fmt: skip
+    assert report.backlog == 1
+    text = render_text(report)
+    assert "failed slots   cannot read: permission denied" in text
+    assert "backlog        1 Available slots have started" in text
+
+
+async def test_a_dropped_column_and_table_are_named_in_the_schema_part(db: SlotDatabase) -> None:
+    await db.execute("ALTER TABLE availability_slots DROP COLUMN version")
+    await db.execute("DROP TABLE slot_expiration_failures")
+
+    report = await collect_status(db.url, AS_OF, batch_size=500)
+
+    assert isinstance(report.schema, SchemaState)
+    assert report.schema.contract_mismatches == ("column version is missing",)
+    assert report.schema.missing_tables == ("slot_expiration_failures",)
+    assert "column version is missing" in render_text(report)

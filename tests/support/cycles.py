@@ -15,6 +15,7 @@ from slot_expiration.cycle import (
     CycleRun,
     ExpiryCycle,
     ItemFailure,
+    NoBatchObserver,
     PoisonBackoff,
 )
 from slot_expiration.domain import SlotRef, utc_now
@@ -24,11 +25,15 @@ from tests.support.slots import AS_OF
 
 
 @dataclass
-class BatchLog:
-    """A BatchObserver that remembers every batch."""
+class BatchLog(NoBatchObserver):
+    """A BatchObserver that remembers every batch (and the backlog measured)."""
 
     batches: list[BatchResult] = field(default_factory=list)
     started: list[int] = field(default_factory=list)
+    backlogs: list[int] = field(default_factory=list)
+
+    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
+        self.backlogs.append(backlog)
 
     def batch_started(self, run_id: UUID, number: int) -> None:
         self.started.append(number)
@@ -78,12 +83,14 @@ def make_cycle(
     clock: Callable[[], datetime] = utc_now,
     monotonic: Callable[[], float] = time.monotonic,
     batch_pause_seconds: float = 0.0,
+    max_clock_skew_seconds: float = 30.0,
 ) -> ExpiryCycle:
     limits = CycleLimits(
         batch_size=batch_size,
         max_batches=max_batches,
         batch_pause_seconds=batch_pause_seconds,
         backoff=backoff or PoisonBackoff(),
+        max_clock_skew_seconds=max_clock_skew_seconds,
     )
     return ExpiryCycle(
         lambda: SlotStore.connect(url, LIMITS), limits, monotonic=monotonic, clock=clock
@@ -99,8 +106,16 @@ async def run_cycle(
     backoff: PoisonBackoff | None = None,
     clock: Callable[[], datetime] = utc_now,
     stop_requested: Callable[[], bool] | None = None,
+    max_clock_skew_seconds: float = 30.0,
 ) -> Outcome:
-    cycle = make_cycle(url, batch_size, max_batches=max_batches, backoff=backoff, clock=clock)
+    cycle = make_cycle(
+        url,
+        batch_size,
+        max_batches=max_batches,
+        backoff=backoff,
+        clock=clock,
+        max_clock_skew_seconds=max_clock_skew_seconds,
+    )
     log = BatchLog()
     run = CycleRun(run_id=uuid4(), as_of=as_of, observer=log)
     if stop_requested is not None:

@@ -17,9 +17,11 @@ import psycopg
 from psycopg import sql
 
 from slot_expiration.domain import Slot, SlotStatus
-from slot_expiration.store import SessionLimits, SlotStore
+from slot_expiration.store import SlotStore, TransactionLimits
 
-LIMITS = SessionLimits(statement_timeout_ms=60_000, idle_in_transaction_timeout_ms=60_000)
+LIMITS = TransactionLimits(
+    statement_timeout_ms=60_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=60_000
+)
 GATE_KEY = 4242
 
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from uuid import UUID
 
 from slot_expiration.cycle import BatchResult, CycleResult, CycleRun, StopReason
+from slot_expiration.telemetry import NoHooks
 
 
 def empty_result(run: CycleRun) -> CycleResult:
@@ -50,7 +51,7 @@ class ManualTicker:
 
 
 @dataclass
-class RecordingHooks:
+class RecordingHooks(NoHooks):
     """Remembers what the loop reported and lets a test await the next outcome."""
 
     started: list[UUID] = field(default_factory=list)
@@ -61,13 +62,18 @@ class RecordingHooks:
     stopped: bool = False
     outcome: asyncio.Event = field(default_factory=asyncio.Event)
     began: asyncio.Event = field(default_factory=asyncio.Event)
+    backlogs: list[int] = field(default_factory=list)
+    clock_skews: list[float] = field(default_factory=list)
 
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         self.started.append(run_id)
         self.began.set()
 
-    def batch_started(self, run_id: UUID, number: int) -> None:
-        pass
+    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
+        self.clock_skews.append(skew_seconds)
+
+    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
+        self.backlogs.append(backlog)
 
     def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
         self.batches.append(batch)
@@ -82,12 +88,6 @@ class RecordingHooks:
 
     def tick_skipped(self, skipped_ticks_total: int) -> None:
         self.skipped = skipped_ticks_total
-
-    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
-        pass
-
-    def loop_stopping(self, cycle_in_flight: bool) -> None:
-        pass
 
     def loop_stopped(self) -> None:
         self.stopped = True

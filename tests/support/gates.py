@@ -12,9 +12,11 @@ from uuid import UUID
 from psycopg import sql
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store.slot_context_store import APPLICATION_NAME as SLOTS_APPLICATION
-from slot_expiration.store.slot_store import APPLICATION_NAME as WORKER_APPLICATION
+from slot_expiration.store import ApplicationName
 from tests.support.database import SlotDatabase
+
+SLOTS_APPLICATION = ApplicationName.SLOTS
+WORKER_APPLICATION = ApplicationName.WORKER
 
 __all__ = [
     "SLOTS_APPLICATION",

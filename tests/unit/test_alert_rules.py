@@ -17,6 +17,7 @@ ALERT_NAMES = (
     "SlotExpirationNoSuccessfulCycle",
     "SlotExpirationBacklogHigh",
     "SlotExpirationItemErrors",
+    "SlotExpirationMisconfigured",
 )
 
 
@@ -35,10 +36,10 @@ def test_promtool_accepts_the_rule_file() -> None:
     checked = promtool("check", "rules", str(ALERTS))
 
     assert checked.returncode == 0, checked.output
-    assert "SUCCESS: 3 rules found" in checked.output
+    assert "SUCCESS: 4 rules found" in checked.output
 
 
-def test_the_three_alerts_are_named_exactly_as_the_issue_gives_them() -> None:
+def test_the_alerts_are_named_exactly_as_the_issues_give_them() -> None:
     assert tuple(_rules()) == ALERT_NAMES
 
 
@@ -79,6 +80,11 @@ MUTATIONS = {
     "backlog not sustained": ("    for: 15m", "    for: 0m"),
     "errors over a window shorter than the backoff": ("[75m]", "[30m]"),
     "errors not sustained": ("    for: 90m", "    for: 10m"),
+    "misconfigured too slow for 10 minutes": ("    for: 2m", "    for: 10m"),
+    "misconfigured on transient failures": (
+        "(calendar_slot_expiration_misconfigured) > 0",
+        "(calendar_slot_expiration_misconfigured) >= 0",
+    ),
 }
 
 

@@ -16,7 +16,7 @@ from slot_expiration.bench.pgbench import (
     pgbench_argv,
     pgbench_statement,
 )
-from slot_expiration.store.bench_store import booking_statements
+from slot_expiration.bench.store import booking_statements
 from slot_expiration.store.queries import query
 
 

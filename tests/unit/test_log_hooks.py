@@ -274,6 +274,12 @@ class CallLog:
     def tick_skipped(self, skipped_ticks_total: int) -> None:
         self._record("tick_skipped", skipped_ticks_total)
 
+    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
+        self._record("clock_compared", run_id, skew_seconds)
+
+    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
+        self._record("backlog_measured", run_id, backlog)
+
     def loop_started(self, interval_seconds: float, batch_size: int) -> None:
         self._record("loop_started", interval_seconds, batch_size)
 

@@ -8,6 +8,8 @@ import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from slot_expiration.cycle import ClockSkewError
+from slot_expiration.store import MisconfiguredStoreError, SchemaMissingError, TransientStoreError
 from slot_expiration.telemetry.metrics import DURATION_BUCKETS, MetricsHooks
 from tests.support.promtool import promtool
 from tests.support.results import AS_OF, FakeClock, batch, cycle_result, failure
@@ -40,6 +42,8 @@ def test_every_metric_has_the_name_and_type_the_spec_and_the_issue_give() -> Non
         f"{P}_last_success_timestamp_seconds": "gauge",
         f"{P}_cycles": "counter",
         f"{P}_skipped_ticks": "counter",
+        f"{P}_misconfigured": "gauge",
+        f"{P}_clock_skew_seconds": "gauge",
     }
     exposed = hooks.exposition().decode()
     for sample in ("items_total", "skip_locked_total", "errors_total", "cycles_total"):
@@ -62,7 +66,7 @@ def test_cycle_duration_buckets_resolve_1_ms_to_60_s() -> None:
 def test_every_outcome_is_exported_at_zero_before_any_cycle() -> None:
     hooks, _, _ = _hooks()
 
-    for outcome in ("success", "failed", "budget_exceeded"):
+    for outcome in ("success", "failed", "budget_exceeded", "misconfigured", "clock_skew"):
         assert _value(hooks, f"{P}_cycles_total", outcome=outcome) == 0
     assert _value(hooks, f"{P}_last_success_timestamp_seconds") == 0
     assert _value(hooks, f"{P}_backlog") == 0
@@ -96,6 +100,7 @@ def test_a_completed_cycle_sets_the_backlog_the_last_success_and_observes_its_du
     hooks, wall, _ = _hooks()
     result = cycle_result(expired=500, backlog=5_500, duration_ms=250.0)
     hooks.cycle_started(result.run_id, AS_OF)
+    hooks.backlog_measured(result.run_id, 5_500)
     hooks.cycle_completed(result)
 
     assert _value(hooks, f"{P}_backlog") == 5_500
@@ -118,14 +123,50 @@ def test_a_failed_cycle_counts_its_outcome_keeps_the_last_success_and_observes_i
     run_id = uuid4()
     hooks.cycle_started(run_id, AS_OF)
     monotonic.advance(30.0)
+    hooks.backlog_measured(run_id, 12)
     hooks.cycle_failed(run_id, TimeoutError("budget"), budget_exceeded=budget_exceeded)
 
     assert _value(hooks, f"{P}_cycles_total", outcome=outcome) == 1
     assert _value(hooks, f"{P}_last_success_timestamp_seconds") == success_at
-    assert _value(hooks, f"{P}_backlog") == 10
+    assert _value(hooks, f"{P}_backlog") == 12  # measured although the cycle failed
+    assert _value(hooks, f"{P}_misconfigured") == 0
     assert _value(hooks, f"{P}_cycle_duration_seconds_count") == 2
     assert _value(hooks, f"{P}_cycle_duration_seconds_bucket", le="15.0") == 1
     assert _value(hooks, f"{P}_cycle_duration_seconds_bucket", le="30.0") == 2
+
+
+@pytest.mark.parametrize(
+    ("error", "outcome"),
+    [
+        (MisconfiguredStoreError("permission denied for table availability_slots", "42501"),
+         "misconfigured"),
+        (SchemaMissingError('column "version" does not exist'), "misconfigured"),
+        (ClockSkewError(7_200.0, 30.0), "clock_skew"),
+    ],
+)  # fmt: skip
+def test_a_cycle_only_a_person_can_fix_counts_its_outcome_and_raises_the_gauge_until_a_success(
+    error: Exception, outcome: str
+) -> None:
+    hooks, _, _ = _hooks()
+    run_id = uuid4()
+    hooks.cycle_started(run_id, AS_OF)
+    hooks.cycle_failed(run_id, error, budget_exceeded=False)
+
+    assert _value(hooks, f"{P}_cycles_total", outcome=outcome) == 1
+    assert _value(hooks, f"{P}_cycles_total", outcome="failed") == 0
+    assert _value(hooks, f"{P}_misconfigured") == 1
+    transient = TransientStoreError("server closed the connection", "08006")
+    hooks.cycle_failed(uuid4(), transient, budget_exceeded=False)
+    assert _value(hooks, f"{P}_misconfigured") == 1  # a transient failure proves nothing
+    hooks.cycle_completed(cycle_result())
+    assert _value(hooks, f"{P}_misconfigured") == 0
+
+
+def test_the_clock_skew_of_each_cycle_is_exported() -> None:
+    hooks, _, _ = _hooks()
+    hooks.clock_compared(uuid4(), -4.5)
+
+    assert _value(hooks, f"{P}_clock_skew_seconds") == -4.5
 
 
 def test_each_skipped_tick_is_counted() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from slot_expiration.bench.store import bench_query
 from slot_expiration.store.queries import load_queries, parse_queries, query
 
 USED_BY_SLOT_STORE = (
@@ -18,11 +19,21 @@ USED_BY_SLOT_STORE = (
     "insert_slot",
     "count_by_status",
     "count_backlog",
-    "schema_ready",
+    "cycle_preflight",
 )
 
 
-SQL_FILES = ("queries.sql", "operations.sql", "slot_context.sql", "bench.sql")
+SQL_FILES = (
+    "privileges.sql",
+    "quarantine.sql",
+    "queries.sql",
+    "schema.sql",
+    "session.sql",
+    "slot_context.sql",
+    "status.sql",
+)
+# The statements that pick, count or explain the due slots: one selection for all.
+SELECTION_STATEMENTS = ("expire_batch", "lock_batch", "status_explain_selection")
 
 
 def _names_declared_in(file_name: str) -> list[str]:
@@ -49,7 +60,7 @@ def test_every_sql_file_ships_in_the_package_data() -> None:
     pyproject = Path(__file__).parents[2] / "pyproject.toml"
     shipped = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]
 
-    assert {f"store/{name}" for name in SQL_FILES} <= set(shipped["slot_expiration"])
+    assert {"store/*.sql", "bench/*.sql"} <= set(shipped["slot_expiration"])
 
 
 def test_statement_names_are_unique_across_the_sql_files() -> None:
@@ -58,8 +69,59 @@ def test_statement_names_are_unique_across_the_sql_files() -> None:
     assert len(declared) == len(set(declared))
 
 
-def test_the_benchmarks_bare_batch_statement_is_served_by_query() -> None:
-    assert "FOR UPDATE SKIP LOCKED" in query("bench_bare_batch")
+def test_the_benchmarks_statements_live_beside_it_not_in_the_store() -> None:
+    assert "FOR UPDATE SKIP LOCKED" in bench_query("bench_bare_batch")
+    assert "bench_bare_batch" not in load_queries()
+    assert bench_query("expire_batch") == query("expire_batch")  # it measures the worker's
+
+
+@pytest.mark.parametrize("name", SELECTION_STATEMENTS)
+def test_every_statement_of_the_selection_holds_the_one_pick_fragment_verbatim(name: str) -> None:
+    """The pick is written once (queries.sql, fragment pick_due_slots): a statement
+    that picked, counted or explained the due slots its own way would fail here."""
+    pick = parse_queries("-- name: probe\n-- include: pick_due_slots\n", *_store_sql_texts())[
+        "probe"
+    ]
+
+    assert pick in query(name)
+    assert "s.status = 'Available' AND s.start_at <= %(as_of)s" in pick
+
+
+def test_the_skipped_count_reads_the_same_predicate_as_the_pick() -> None:
+    predicate = parse_queries(
+        "-- name: probe\n-- include: due_slot_predicate\n", *_store_sql_texts()
+    )["probe"]
+
+    for name in ("expire_batch", "lock_batch"):
+        assert query(name).count(predicate) == 2  # the pick and the count
+
+
+def _store_sql_texts() -> list[str]:
+    return [
+        files("slot_expiration.store").joinpath(name).read_text(encoding="utf-8")
+        for name in SQL_FILES
+    ]
+
+
+def test_parse_queries_expands_an_included_fragment_of_any_given_text() -> None:
+    statements = "-- name: uses\nSELECT 1\nWHERE\n    -- include: shared\n;\n"
+    fragments = "-- fragment: shared\n-- why\nx = 1\n"
+
+    assert parse_queries(statements, fragments) == {"uses": "SELECT 1\nWHERE\nx = 1\n;"}
+
+
+def test_parse_queries_rejects_an_include_of_an_unknown_fragment() -> None:
+    with pytest.raises(ValueError, match="nowhere"):
+        parse_queries("-- name: uses\n-- include: nowhere\n")
+
+
+def test_parse_queries_rejects_fragments_that_include_each_other() -> None:
+    text = (
+        "-- fragment: a\n-- include: b\n-- fragment: b\n-- include: a\n-- name: x\n-- include: a\n"
+    )
+
+    with pytest.raises(ValueError, match="cycle"):
+        parse_queries(text)
 
 
 @pytest.mark.parametrize("name", sorted(load_queries()))

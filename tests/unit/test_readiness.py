@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from slot_expiration.store.errors import SchemaMissingError, StoreConnectError
+from slot_expiration.store.errors import MisconfiguredStoreError, SchemaMissingError
 from slot_expiration.telemetry.readiness import Readiness
 
 LATEST = "0002"
@@ -53,7 +53,9 @@ async def test_a_database_never_migrated_is_not_ready() -> None:
 
 
 async def test_a_database_that_refuses_us_is_not_ready_and_the_password_is_not_shown() -> None:
-    error = StoreConnectError('password "hunter2" authentication failed for user "calendar"')
+    error = MisconfiguredStoreError(
+        'password "hunter2" authentication failed for user "calendar"', "28P01", connecting=True
+    )
 
     report = await _raising(error, secrets=("hunter2",)).report()
 

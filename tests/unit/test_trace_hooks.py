@@ -56,8 +56,14 @@ class CurrentSpanSeen:
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         self._note("cycle_started")
 
+    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
+        self._note("clock_compared")
+
     def batch_started(self, run_id: UUID, number: int) -> None:
         self._note("batch_started")
+
+    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
+        self._note("backlog_measured")
 
     def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
         self._note("batch_completed")

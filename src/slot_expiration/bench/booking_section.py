@@ -32,9 +32,9 @@ from slot_expiration.bench.processes import (
     worker_process,
 )
 from slot_expiration.bench.stats import Distribution, rate, ratio
+from slot_expiration.bench.store import booking_statements
 from slot_expiration.domain import BOOK, sources_of
 from slot_expiration.slots.options import SlotOptions
-from slot_expiration.store.bench_store import booking_statements
 
 LOCK_TIMEOUT_SECONDS = 2.0  # the worker's default
 

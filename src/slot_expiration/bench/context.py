@@ -11,10 +11,10 @@ from typing import TextIO
 
 from slot_expiration.bench.options import WorkerTuning
 from slot_expiration.bench.plan import BenchPlan
+from slot_expiration.bench.store import BenchStore
 from slot_expiration.bench.timing import DRAIN_BUDGET_SECONDS, worker_options
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
 from slot_expiration.options import WorkerOptions
-from slot_expiration.store.bench_store import BenchStore
 
 
 class BenchError(RuntimeError):
@@ -76,5 +76,6 @@ class BenchContext:
             "now": self.as_of,
             "batch_size": self.plan.batch_size,
             "cap": BACKLOG_COUNT_CAP,
+            "exclude_ids": [],
         }
         self.plans[f"{occasion}: {statement}"] = await self.store.explain(statement, params)

@@ -23,7 +23,7 @@ from slot_expiration.bench.processes import (
     worker_process,
 )
 from slot_expiration.bench.stats import rate
-from slot_expiration.store.bench_store import BenchStore
+from slot_expiration.bench.store import BenchStore
 
 GATE_WAIT_SECONDS = 120.0
 _POLL_SECONDS = 0.02

@@ -22,7 +22,7 @@ from slot_expiration.bench.options import BenchOptions
 from slot_expiration.bench.parallel_section import measure_parallel
 from slot_expiration.bench.plan import Section, plan_for
 from slot_expiration.bench.report import BenchReport, BenchResults, Conditions, RunFacts
-from slot_expiration.store.bench_store import BenchStore
+from slot_expiration.bench.store import BenchStore
 
 BUSY_SAMPLE_SECONDS = 3.0
 _RESULT_FIELD = {

@@ -15,10 +15,11 @@ from datetime import datetime
 from uuid import UUID
 
 from slot_expiration.bench.options import WorkerTuning
+from slot_expiration.bench.store import BenchStore
 from slot_expiration.cycle import BatchResult, CycleResult
 from slot_expiration.loop import observed_cycle
 from slot_expiration.options import WorkerOptions, load_options
-from slot_expiration.store.bench_store import BenchStore
+from slot_expiration.telemetry import NoHooks
 from slot_expiration.worker import build_cycle
 
 # A drain of the whole backlog fits in one cycle: the budget is the cycle's
@@ -27,17 +28,11 @@ DRAIN_BUDGET_SECONDS = 600.0
 
 
 @dataclass(slots=True)
-class BatchRecorder:
+class BatchRecorder(NoHooks):
     """Cycle hooks that keep every batch and cycle result, and log nothing."""
 
     batches: list[BatchResult] = field(default_factory=list)
     cycles: list[CycleResult] = field(default_factory=list)
-
-    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
-        del run_id, as_of
-
-    def batch_started(self, run_id: UUID, number: int) -> None:
-        del run_id, number
 
     def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
         del run_id
@@ -45,21 +40,6 @@ class BatchRecorder:
 
     def cycle_completed(self, result: CycleResult) -> None:
         self.cycles.append(result)
-
-    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        del run_id, error, budget_exceeded  # the error reaches the caller
-
-    def tick_skipped(self, skipped_ticks_total: int) -> None:
-        del skipped_ticks_total
-
-    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
-        del interval_seconds, batch_size
-
-    def loop_stopping(self, cycle_in_flight: bool) -> None:
-        del cycle_in_flight
-
-    def loop_stopped(self) -> None:
-        pass
 
     def batch_ms(self) -> list[float]:
         return [batch.duration_ms for batch in self.batches]

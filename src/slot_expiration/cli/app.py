@@ -18,6 +18,7 @@ from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
 from slot_expiration.cli.quarantine_commands import quarantine
 from slot_expiration.cli.slots_commands import slots
 from slot_expiration.cli.status_command import status
+from slot_expiration.cli.warnings import LOGGING_COMMANDS, print_unknown_variables
 from slot_expiration.cli.worker_commands import migrate, once, run
 
 
@@ -26,8 +27,11 @@ from slot_expiration.cli.worker_commands import migrate, once, run
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(package_name="slot-expiration", prog_name=PROGRAM)
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Moves Available slots whose start has passed to Expired, in batches, oldest first."""
+    if ctx.invoked_subcommand not in LOGGING_COMMANDS:
+        print_unknown_variables()
 
 
 for command in (migrate, grant, once, run, quarantine, slots, demo, status, bench):

@@ -5,15 +5,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 import click
 
-from slot_expiration.cli.common import guarded, options_from
+from slot_expiration.cli.common import guarded, settings_from
+from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.demo import DemoPlan, run_demo
-from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.embedded import EmbeddedPostgres, EmbeddedPostgresError
 from slot_expiration.loop import terminate_as_interrupt
 from slot_expiration.options import LogFormat, WorkerOptions
 from slot_expiration.telemetry import configure_logging
+
+T = TypeVar("T")
 
 
 @click.command()
@@ -32,7 +37,8 @@ def demo(
     database_url: str | None, interval_seconds: float, max_cycles: int, metrics_addr: str
 ) -> None:
     """Start a private PostgreSQL, seed demo slots, run the worker a few cycles, show counts."""
-    options = options_from(
+    options = settings_from(
+        WorkerOptions,
         environment=False,
         database_url=database_url,
         interval_seconds=interval_seconds,
@@ -43,7 +49,18 @@ def demo(
     if options.database_url is not None:
         guarded(lambda: asyncio.run(run_demo(options, plan, sys.stdout)), options)
         return
-    guarded(lambda: _demo_on_embedded_server(options, plan), options)
+    guarded(
+        lambda: embedded_server_errors(lambda: _demo_on_embedded_server(options, plan)), options
+    )
+
+
+def embedded_server_errors(action: Callable[[], T]) -> T:
+    """A private server that cannot start (no binaries, no unprivileged account) is one
+    line and exit 1, like any failure; only the commands that start one know of it."""
+    try:
+        return action()
+    except EmbeddedPostgresError as exc:
+        fail(str(exc), ExitCode.FAILURE)
 
 
 def _demo_on_embedded_server(options: WorkerOptions, plan: DemoPlan) -> None:

@@ -15,14 +15,9 @@ from uuid import UUID
 
 import click
 
-from slot_expiration.cli.common import (
-    database_url_option,
-    env_option,
-    guarded,
-    required_url,
-    settings_from,
-)
+from slot_expiration.cli.common import guarded, required_url, settings_from
 from slot_expiration.cli.errors import ExitCode, fail
+from slot_expiration.cli.option_flags import option
 from slot_expiration.cli.slot_input import as_cursor, as_moment, as_slot_range, read_ranges
 from slot_expiration.cli.slot_output import echo_page, echo_slot, echo_slots
 from slot_expiration.domain import SlotStatus
@@ -43,12 +38,8 @@ tenant_option = click.option(
     "--tenant", "tenant_id", type=click.UUID, required=True, help="The agency (tenant) id."
 )
 json_option = click.option("--json", "json_output", is_flag=True, help="Print one JSON document.")
-lead_time_option = env_option(
-    "min_lead_time_minutes",
-    "A slot starting sooner than this from now cannot be booked and is not shown; "
-    "0 allowed. [default: 60]",
-    int,
-)
+lead_time_option = option(SlotOptions, "min_lead_time_minutes")
+database_url_option = option(SlotOptions, "database_url")
 from_option = click.option(
     "--from",
     "start_from",
@@ -93,7 +84,7 @@ def slots() -> None:
               help="A slot as START/END, ISO-8601 (no offset: UTC); repeat for more.")  # fmt: skip
 @click.option("--from-file", "from_file", type=click.File("r", encoding="utf-8"),
               help="A file with one START/END per line ('-' reads stdin).")  # fmt: skip
-@env_option("horizon_days", "A slot may start at most this many days ahead. [default: 90]", int)
+@option(SlotOptions, "horizon_days")
 @database_url_option
 @json_option
 def publish(

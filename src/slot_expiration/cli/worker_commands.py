@@ -9,31 +9,40 @@ from typing import Any
 
 import click
 
-from slot_expiration.cli.common import (
-    cycle_options,
-    database_url_option,
-    env_option,
-    guarded,
-    options_from,
-    required_url,
-)
+from slot_expiration.cli.common import guarded, required_url, settings_from
 from slot_expiration.cli.errors import ExitCode, fail
+from slot_expiration.cli.option_flags import option, options
+from slot_expiration.cli.warnings import log_unknown_variables
 from slot_expiration.cycle import CycleResult
+from slot_expiration.options import CycleOptions, DatabaseOptions, WorkerOptions
 from slot_expiration.store.schema_version import upgrade
 from slot_expiration.telemetry import configure_logging
-from slot_expiration.worker import run_once, run_worker
+from slot_expiration.worker import CycleCutShortError, run_once, run_worker
 
 # An --as-of further ahead than this expires slots people can still book.
 FUTURE_AS_OF_TOLERANCE = timedelta(minutes=1)
+CYCLE_OPTIONS = (
+    "database_url",
+    "batch_size",
+    "max_batches_per_cycle",
+    "batch_pause_seconds",
+    "max_cycle_seconds",
+    "lock_timeout_seconds",
+    "poison_backoff_seconds",
+    "poison_backoff_max_seconds",
+    "max_clock_skew_seconds",
+    "prepared_statements",
+    "log_format",
+)
 
 
 @click.command()
-@database_url_option
+@option(DatabaseOptions, "database_url")
 def migrate(database_url: str | None) -> None:
     """Create or update the schema (availability_slots). Running it twice is a no-op."""
-    options = options_from(database_url=database_url)
-    url = required_url(options)
-    outcome = guarded(lambda: upgrade(url), options)
+    settings = settings_from(DatabaseOptions, database_url=database_url)
+    url = required_url(settings)
+    outcome = guarded(lambda: upgrade(url), settings)
     if outcome.changed:
         click.echo(f"schema migrated from {outcome.before or 'empty'} to {outcome.after}")
     else:
@@ -50,19 +59,27 @@ def migrate(database_url: str | None) -> None:
     help="Accept an --as-of more than a minute ahead: it expires slots that can still be booked.",
 )
 @click.option("--json", "json_output", is_flag=True, help="Print the result as one JSON object.")
-@cycle_options
+@options(CycleOptions, *CYCLE_OPTIONS)
 def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given: Any) -> None:
-    """Run exactly one cycle and report what it did."""
-    options = options_from(**given)
-    required_url(options)
+    """Run exactly one cycle and report what it did.
+
+    Interrupted (SIGINT, SIGTERM) or past its budget, it reports what its committed
+    batches did; the batch in flight was rolled back.
+    """
+    settings = settings_from(CycleOptions, **given)
+    required_url(settings)
     now = datetime.now(UTC)
     moment = parse_as_of(as_of, now, allow_future=allow_future_as_of)
-    configure_logging(options.log_format)
-    result = guarded(lambda: asyncio.run(run_once(options, moment)), options)
-    if json_output:
-        click.echo(json.dumps(result.summary()))
-    else:
-        click.echo(_one_line(result))
+    configure_logging(settings.log_format)
+    log_unknown_variables()
+    try:
+        result = guarded(lambda: asyncio.run(run_once(settings, moment)), settings)
+    except CycleCutShortError as cut:
+        if json_output:
+            click.echo(json.dumps(cut.partial.summary()))
+        code = ExitCode.INTERRUPTED if cut.interrupted else ExitCode.FAILURE
+        fail(str(cut), code)
+    click.echo(json.dumps(result.summary()) if json_output else _one_line(result))
 
 
 def _one_line(result: CycleResult) -> str:
@@ -75,25 +92,15 @@ def _one_line(result: CycleResult) -> str:
 
 
 @click.command()
-@cycle_options
-@env_option("interval_seconds", "Seconds between ticks (fixed rate). [default: 300]", float)
-@env_option(
-    "shutdown_grace_seconds",
-    "On SIGTERM/SIGINT, how long the cycle in flight may still commit; past it, or on a "
-    "second signal, it is rolled back. [default: 10]",
-    float,
-)
-@env_option(
-    "metrics_addr",
-    "host:port of /metrics, /healthz and /readyz; port 0 picks a free one, '' turns the "
-    "endpoint off. [default: 127.0.0.1:9464]",
-)
+@options(WorkerOptions, *CYCLE_OPTIONS)
+@options(WorkerOptions, "interval_seconds", "shutdown_grace_seconds", "metrics_addr")
 def run(**given: Any) -> None:
     """Poll until SIGTERM or SIGINT, then stop gracefully (exit 0)."""
-    options = options_from(**given)
-    required_url(options)
-    configure_logging(options.log_format)
-    guarded(lambda: asyncio.run(run_worker(options)), options)
+    settings = settings_from(WorkerOptions, **given)
+    required_url(settings)
+    configure_logging(settings.log_format)
+    log_unknown_variables()
+    guarded(lambda: asyncio.run(run_worker(settings)), settings)
 
 
 def parse_as_of(value: str | None, now: datetime, *, allow_future: bool) -> datetime:

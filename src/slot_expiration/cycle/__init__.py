@@ -1,7 +1,14 @@
 """One cycle of the worker: one batch (or, draining, several), one result."""
 
 from slot_expiration.cycle.backoff import PoisonBackoff
-from slot_expiration.cycle.expiry_cycle import ExpiryCycle, StoreFactory
+from slot_expiration.cycle.expiry_cycle import ExpiryCycle, StoreFactory, misconfigured
+from slot_expiration.cycle.failure import (
+    ClockSkewError,
+    CycleCancelledError,
+    FailureKind,
+    failure_kind,
+    sqlstate_of,
+)
 from slot_expiration.cycle.limits import CycleLimits
 from slot_expiration.cycle.result import (
     BACKLOG_COUNT_CAP,
@@ -19,14 +26,20 @@ __all__ = [
     "FAILED_SAMPLE_SIZE",
     "BatchObserver",
     "BatchResult",
+    "ClockSkewError",
+    "CycleCancelledError",
     "CycleLimits",
     "CycleResult",
     "CycleRun",
     "CycleTally",
     "ExpiryCycle",
+    "FailureKind",
     "ItemFailure",
     "NoBatchObserver",
     "PoisonBackoff",
     "StopReason",
     "StoreFactory",
+    "failure_kind",
+    "misconfigured",
+    "sqlstate_of",
 ]

@@ -3,11 +3,13 @@ isolating and quarantining poison rows."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, suppress
 from datetime import datetime
 
+from slot_expiration.cycle.failure import ClockSkewError
 from slot_expiration.cycle.limits import CycleLimits
 from slot_expiration.cycle.result import (
     BACKLOG_COUNT_CAP,
@@ -16,23 +18,42 @@ from slot_expiration.cycle.result import (
     CycleTally,
     StopReason,
 )
-from slot_expiration.cycle.row_by_row import RowByRow
+from slot_expiration.cycle.row_by_row import RowByRow, RowByRowOutcome
 from slot_expiration.cycle.run import CycleRun
 from slot_expiration.domain import utc_now
-from slot_expiration.store import RowRejectedError, SlotStore
+from slot_expiration.store import (
+    LockedBatch,
+    MisconfiguredStoreError,
+    Preflight,
+    RowRejectedError,
+    SchemaMissingError,
+    SlotStore,
+    SlotStoreError,
+    Transaction,
+)
+from slot_expiration.store.errors import (
+    INSUFFICIENT_PRIVILEGE,
+    UNDEFINED_COLUMN,
+    UNDEFINED_TABLE,
+)
 
 StoreFactory = Callable[[], AbstractAsyncContextManager[SlotStore]]
+Record = Callable[[BatchResult], None]
 
 
 class ExpiryCycle:
     """Runs the spec's "One cycle" on a fresh store session.
 
-    Each batch is its own transaction. The healthy path is one set-based
-    statement; when the database rejects a row, that attempt is rolled back
-    whole and the batch is expired again row by row (RowByRow), so only the
-    rejected rows are left out, and they are quarantined for a while.
-    Infrastructure errors propagate: the batch in flight rolls back whole,
-    batches already committed stay committed (and were reported).
+    It first compares the worker's clock with the database's and checks that
+    the role has what a cycle needs; a fast clock or a missing grant refuses
+    the cycle before anything is locked. Each batch is its own transaction.
+    The healthy path is one set-based statement; when the database rejects a
+    row, that attempt is rolled back whole and the batch is expired again row
+    by row (RowByRow), so only the rejected rows are left out, and they are
+    quarantined for a while. Infrastructure errors propagate: the batch in
+    flight rolls back whole, batches already committed stay committed (and
+    were reported). A cancellation is delivered once the COMMIT or ROLLBACK
+    in flight has finished; nothing new starts after it.
     """
 
     def __init__(
@@ -51,21 +72,53 @@ class ExpiryCycle:
         started = self._monotonic()
         tally = CycleTally(run.run_id, run.as_of)
         async with self._open_store() as store:
-            async with store.transaction():
-                await store.purge_quarantine()
-            reason = await self._batches(store, run, tally)
-            async with store.transaction():
-                backlog = await store.count_backlog_capped(run.as_of, BACKLOG_COUNT_CAP)
-        return tally.result(self._ms_since(started), reason, backlog)
+            try:
+                skew = await self._preflight(store, run)
+                reason = await self._batches(store, run, tally)
+            except (SlotStoreError, ClockSkewError):
+                await self._measure_backlog_after_failure(store, run)
+                raise
+            backlog = await self._backlog(store, run)
+        return tally.result(self._ms_since(started), reason, backlog, skew)
+
+    async def _preflight(self, store: SlotStore, run: CycleRun) -> float:
+        """Compare the clocks and check the role's grants; purge the quarantine."""
+        async with store.transaction():
+            before = self._clock()
+            preflight = await store.preflight()
+            after = self._clock()
+            skew = ((before - preflight.server_clock) + (after - preflight.server_clock)) / 2
+            run.observer.clock_compared(run.run_id, skew.total_seconds())
+            if skew.total_seconds() > self._limits.max_clock_skew_seconds:
+                raise ClockSkewError(skew.total_seconds(), self._limits.max_clock_skew_seconds)
+            if preflight.problems:
+                raise misconfigured(preflight)
+            await store.quarantine.purge()
+        return skew.total_seconds()
+
+    async def _backlog(self, store: SlotStore, run: CycleRun) -> int:
+        async with store.transaction():
+            backlog = await store.count_backlog_capped(run.as_of, BACKLOG_COUNT_CAP)
+        run.observer.backlog_measured(run.run_id, backlog)
+        return backlog
+
+    async def _measure_backlog_after_failure(self, store: SlotStore, run: CycleRun) -> None:
+        """The backlog gauge stays true while cycles fail (a role that may read but not
+        write, say); if even counting fails, the cycle's own error is what matters."""
+        with suppress(SlotStoreError):
+            await self._backlog(store, run)
 
     async def _batches(self, store: SlotStore, run: CycleRun, tally: CycleTally) -> StopReason:
         longest_seconds = 0.0
+
+        def record(batch: BatchResult) -> None:
+            tally.add(batch)
+            run.observer.batch_completed(run.run_id, batch)
+
         while True:
             number = tally.batches + 1
             run.observer.batch_started(run.run_id, number)
-            batch = await self._batch(store, run, number)
-            tally.add(batch)
-            run.observer.batch_completed(run.run_id, batch)
+            batch = await self._batch(store, run, number, record)
             longest_seconds = max(longest_seconds, batch.duration_ms / 1000.0)
             if (reason := self._stop_reason(run, batch, longest_seconds)) is not None:
                 return reason
@@ -89,30 +142,58 @@ class ExpiryCycle:
             return StopReason.BUDGET
         return None
 
-    async def _batch(self, store: SlotStore, run: CycleRun, number: int) -> BatchResult:
+    async def _batch(
+        self, store: SlotStore, run: CycleRun, number: int, record: Record
+    ) -> BatchResult:
+        """One batch, recorded once it committed (even if a cancel came during COMMIT)."""
         started, now = self._monotonic(), self._clock()
         size = self._limits.batch_size
+        transaction = Transaction()
         try:
-            async with store.transaction():
+            async with store.transaction() as transaction:
                 locked = await store.expire_batch(run.as_of, now, size)
         except RowRejectedError:
-            slow = RowByRow(store, self._limits, self._monotonic)
-            outcome = await slow.run(run.as_of, now, self._top_up_until(run))
-            return BatchResult(
-                number=number,
-                expired=outcome.expired,
-                failures=outcome.failures,
-                skipped_locked_count=outcome.skipped_locked_count,
-                duration_ms=self._ms_since(started),
-                exhausted=outcome.exhausted,
-            )
+            return await self._row_by_row(store, run, number, started, record)
+        except asyncio.CancelledError:
+            if transaction.committed:
+                record(self._fast(number, locked, started))
+            raise
+        batch = self._fast(number, locked, started)
+        record(batch)
+        return batch
+
+    def _fast(self, number: int, locked: LockedBatch, started: float) -> BatchResult:
         return BatchResult(
             number=number,
             expired=locked.slots,
             failures=(),
             skipped_locked_count=locked.skipped_locked_count,
             duration_ms=self._ms_since(started),
-            exhausted=len(locked.slots) < size,
+            exhausted=len(locked.slots) < self._limits.batch_size,
+        )
+
+    async def _row_by_row(
+        self, store: SlotStore, run: CycleRun, number: int, started: float, record: Record
+    ) -> BatchResult:
+        slow = RowByRow(store, self._limits, self._monotonic)
+        try:
+            outcome = await slow.run(run.as_of, self._clock(), self._top_up_until(run))
+        except asyncio.CancelledError:
+            if slow.committed is not None:
+                record(self._slow(number, slow.committed, started))
+            raise
+        batch = self._slow(number, outcome, started)
+        record(batch)
+        return batch
+
+    def _slow(self, number: int, outcome: RowByRowOutcome, started: float) -> BatchResult:
+        return BatchResult(
+            number=number,
+            expired=outcome.expired,
+            failures=outcome.failures,
+            skipped_locked_count=outcome.skipped_locked_count,
+            duration_ms=self._ms_since(started),
+            exhausted=outcome.exhausted,
         )
 
     def _top_up_until(self, run: CycleRun) -> float | None:
@@ -125,3 +206,17 @@ class ExpiryCycle:
 
     def _ms_since(self, started: float) -> float:
         return (self._monotonic() - started) * 1000.0
+
+
+def misconfigured(preflight: Preflight) -> MisconfiguredStoreError:
+    """The one line that says what the role lacks and the command that fixes it."""
+    problems = "; ".join(preflight.problems)
+    if any(problem.startswith("table ") for problem in preflight.problems):
+        return SchemaMissingError(problems, UNDEFINED_TABLE)
+    if any(problem.startswith("column ") for problem in preflight.problems):
+        return SchemaMissingError(problems, UNDEFINED_COLUMN)
+    return MisconfiguredStoreError(
+        f"role {preflight.role} cannot run a cycle: {problems}; as the owner of "
+        f"availability_slots, run `slot-expiration grant --role {preflight.role}`",
+        INSUFFICIENT_PRIVILEGE,
+    )

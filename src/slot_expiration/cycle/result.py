@@ -70,6 +70,10 @@ class StopReason(StrEnum):
     MAX_BATCHES = "max_batches"  # it ran --max-batches-per-cycle batches
     BUDGET = "budget"  # too little of the cycle budget was left for another batch
     STOP_REQUESTED = "stop_requested"  # SIGTERM/SIGINT arrived between two batches
+    # A cycle cut short reports what its committed batches did, with one of these:
+    INTERRUPTED = "interrupted"  # cancelled: the batch in flight rolled back
+    BUDGET_EXCEEDED = "budget_exceeded"  # past its budget: the batch in flight rolled back
+    FAILED = "failed"  # an error: the batch in flight rolled back
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +87,9 @@ class CycleResult:
     failed_sample: tuple[SlotRef, ...]
     duration_ms: float
     stop_reason: StopReason
-    backlog: int = 0  # Available rows still due at as_of after the cycle, capped
+    backlog: int | None = 0  # Available rows still due at as_of after the cycle, capped
+    # The worker's clock minus the database's at the cycle's start (None: not compared).
+    clock_skew_seconds: float | None = None
 
     @property
     def selected_count(self) -> int:
@@ -102,6 +108,7 @@ class CycleResult:
             "batches": self.batches,
             "stop_reason": self.stop_reason.value,
             "backlog": self.backlog,
+            "clock_skew_seconds": _rounded(self.clock_skew_seconds),
             "run_id": str(self.run_id),
             "as_of": self.as_of.isoformat(),
         }
@@ -127,7 +134,13 @@ class CycleTally:
         room = FAILED_SAMPLE_SIZE - len(self.failed_sample)
         self.failed_sample.extend(f.slot for f in batch.failures[: max(room, 0)])
 
-    def result(self, duration_ms: float, stop_reason: StopReason, backlog: int = 0) -> CycleResult:
+    def result(
+        self,
+        duration_ms: float,
+        stop_reason: StopReason,
+        backlog: int | None = 0,
+        clock_skew_seconds: float | None = None,
+    ) -> CycleResult:
         return CycleResult(
             run_id=self.run_id,
             as_of=self.as_of,
@@ -139,4 +152,15 @@ class CycleTally:
             duration_ms=duration_ms,
             stop_reason=stop_reason,
             backlog=backlog,
+            clock_skew_seconds=clock_skew_seconds,
         )
+
+    def committed(self) -> str:
+        """What the committed batches did, for a cycle cut short."""
+        rows = "row" if self.expired_count == 1 else "rows"
+        batches = "batch" if self.batches == 1 else "batches"
+        return f"{self.expired_count} {rows} expired in {self.batches} committed {batches}"
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)

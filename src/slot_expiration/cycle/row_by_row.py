@@ -10,7 +10,13 @@ from uuid import UUID
 from slot_expiration.cycle.limits import CycleLimits
 from slot_expiration.cycle.result import ItemFailure
 from slot_expiration.domain import SlotRef
-from slot_expiration.store import LockedBatch, QuarantineEntry, RowRejectedError, SlotStore
+from slot_expiration.store import (
+    LockedBatch,
+    QuarantineEntry,
+    RowRejectedError,
+    SlotStore,
+    Transaction,
+)
 
 
 @dataclass(slots=True)
@@ -42,23 +48,33 @@ class RowByRow:
         self._store = store
         self._limits = limits
         self._monotonic = monotonic
+        # What the transaction committed, once the server confirmed it (also when a
+        # cancellation came during COMMIT: the caller reports it, then stops).
+        self.committed: RowByRowOutcome | None = None
 
     async def run(
         self, as_of: datetime, now: datetime, top_up_until: float | None
     ) -> RowByRowOutcome:
         progress = _Progress()
-        async with self._store.transaction():
-            await self._store.check_constraints_immediately()
-            locked, want = await self._fill(progress, as_of, now, top_up_until)
-            await self._store.quarantine([_entry(failure) for failure in progress.failures], now)
-            await self._store.release(progress.released)
-        return RowByRowOutcome(
-            expired=tuple(progress.expired),
-            failures=tuple(progress.failures),
-            # The last selection's window covers every row before it.
-            skipped_locked_count=locked.skipped_locked_count,
-            exhausted=len(locked.slots) < want,
-        )
+        transaction = Transaction()
+        try:
+            async with self._store.transaction() as transaction:
+                await self._store.check_constraints_immediately()
+                locked, want = await self._fill(progress, as_of, now, top_up_until)
+                entries = [_entry(failure) for failure in progress.failures]
+                await self._store.quarantine.record(entries, now)
+                await self._store.quarantine.release(progress.released)
+                outcome = RowByRowOutcome(
+                    expired=tuple(progress.expired),
+                    failures=tuple(progress.failures),
+                    # The last selection's window covers every row before it.
+                    skipped_locked_count=locked.skipped_locked_count,
+                    exhausted=len(locked.slots) < want,
+                )
+        finally:
+            if transaction.committed:
+                self.committed = outcome
+        return outcome
 
     async def _fill(
         self, progress: _Progress, as_of: datetime, now: datetime, top_up_until: float | None
@@ -88,7 +104,7 @@ class RowByRow:
                 progress.failures.append(
                     ItemFailure(
                         slot=slot,
-                        sqlstate=exc.sqlstate,
+                        sqlstate=str(exc.sqlstate),
                         message=str(exc),
                         attempts=attempts,
                         next_attempt_at=now + self._limits.backoff.delay(attempts),

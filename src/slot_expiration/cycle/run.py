@@ -13,20 +13,34 @@ from slot_expiration.cycle.result import BatchResult
 
 
 class BatchObserver(Protocol):
-    """Told about each batch of a cycle (the telemetry hooks are one)."""
+    """Told what a cycle finds and does as it goes (the telemetry hooks are one)."""
+
+    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
+        """The worker's clock minus the database's, at the cycle's start."""
 
     def batch_started(self, run_id: UUID, number: int) -> None: ...
 
     def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
         """The batch's transaction committed; `batch` lists what it did."""
 
+    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
+        """Due rows left after the cycle's batches (counted even when one failed)."""
+
 
 class NoBatchObserver:
+    """An observer that ignores everything; observers override what they need."""
+
+    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
+        del run_id, skew_seconds
+
     def batch_started(self, run_id: UUID, number: int) -> None:
         del run_id, number
 
     def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
         del run_id, batch
+
+    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
+        del run_id, backlog
 
 
 def _never() -> bool:

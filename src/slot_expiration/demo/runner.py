@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TextIO
 from uuid import UUID
 
-from slot_expiration.cycle import BatchResult, CycleResult
+from slot_expiration.cycle import CycleResult
 from slot_expiration.demo.seed import (
     DemoMix,
     DemoSlot,
@@ -22,6 +22,7 @@ from slot_expiration.loop import StopSignal, utc_now
 from slot_expiration.options import WorkerOptions
 from slot_expiration.slots import SlotOperations
 from slot_expiration.store.schema_version import upgrade
+from slot_expiration.telemetry import NoHooks
 from slot_expiration.worker import run_worker, store_factory
 
 
@@ -32,21 +33,12 @@ class DemoPlan:
     seed: int | None = None  # None: new agencies and consultants on every run
 
 
-class ProgressHooks:
+class ProgressHooks(NoHooks):
     """Prints one line per cycle and asks the loop to stop once the backlog is gone."""
 
     def __init__(self, out: TextIO, backlog: int, plan: DemoPlan, stop: StopSignal) -> None:
         self._out, self._backlog, self._plan, self._stop = out, backlog, plan, stop
         self._cycles = 0
-
-    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
-        del run_id, as_of  # only completions are shown
-
-    def batch_started(self, run_id: UUID, number: int) -> None:
-        del run_id, number
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        del run_id, batch  # the cycle's totals are shown
 
     def cycle_completed(self, result: CycleResult) -> None:
         self._cycles += 1
@@ -68,9 +60,6 @@ class ProgressHooks:
 
     def loop_started(self, interval_seconds: float, batch_size: int) -> None:
         self._print(f"worker: a cycle every {interval_seconds:g} s, batches of {batch_size}")
-
-    def loop_stopping(self, cycle_in_flight: bool) -> None:
-        del cycle_in_flight
 
     def loop_stopped(self) -> None:
         self._print("worker: stopped")

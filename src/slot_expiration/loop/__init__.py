@@ -1,12 +1,8 @@
 """The polling loop around the cycle: ticks, budget, skipped ticks, signals."""
 
+from slot_expiration.cycle import CycleCancelledError
 from slot_expiration.domain import utc_now
-from slot_expiration.loop.observed_cycle import (
-    Cycle,
-    CycleBudgetExceededError,
-    CycleCancelledError,
-    observed_cycle,
-)
+from slot_expiration.loop.observed_cycle import Cycle, CycleBudgetExceededError, observed_cycle
 from slot_expiration.loop.polling_loop import LoopStats, LoopTiming, PollingLoop
 from slot_expiration.loop.signals import (
     StopSignal,

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import uuid4
 
-from slot_expiration.cycle import CycleResult, CycleRun
+from slot_expiration.cycle import CycleCancelledError, CycleResult, CycleRun
 from slot_expiration.loop.signals import StopSignal
 from slot_expiration.telemetry import CycleHooks
 
@@ -20,10 +20,6 @@ class Cycle(Protocol):
 
 class CycleBudgetExceededError(TimeoutError):
     """The cycle ran past its budget; it was abandoned and its batch rolled back."""
-
-
-class CycleCancelledError(Exception):
-    """The cycle was abandoned at shutdown; its batch rolled back whole."""
 
 
 # Once a cycle is cancelled (budget spent, or shutdown), how long it may take to

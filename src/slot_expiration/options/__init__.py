@@ -1,7 +1,9 @@
-"""The worker's options."""
+"""The commands' options: one typed model per command."""
 
 from slot_expiration.options.settings import (
     ENV_PREFIX,
+    MIN_INTERVAL_SECONDS,
+    CycleOptions,
     DatabaseOptions,
     LogFormat,
     OptionsError,
@@ -14,6 +16,8 @@ from slot_expiration.options.settings import (
 
 __all__ = [
     "ENV_PREFIX",
+    "MIN_INTERVAL_SECONDS",
+    "CycleOptions",
     "DatabaseOptions",
     "LogFormat",
     "OptionsError",

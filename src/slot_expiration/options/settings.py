@@ -1,7 +1,7 @@
-"""The worker's options: one validated, typed object, units in the names.
+"""The commands' options: one validated, typed model per command, units in the names.
 
-Values come from the command line (passed in explicitly) and from
-SLOT_EXPIRATION_* environment variables, flags winning.
+Values come from the command line (passed in explicitly) and from the
+command's own SLOT_EXPIRATION_* environment variables, flags winning.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Self, TypeVar
+from functools import cache
+from typing import Annotated, Any, Final, Self, TypeVar
 from urllib.parse import (
     parse_qsl,
     unquote,
@@ -42,11 +43,25 @@ class OptionsError(ValueError):
 
 
 class DatabaseOptions(BaseSettings):
-    """What every command that talks to the calendar's database shares: its URL."""
+    """What every command that talks to the calendar's database shares: its URL.
+
+    Each command reads one model (this one, or one deriving from it): only its
+    own options, from its flags and its own SLOT_EXPIRATION_* variables, so a
+    bad value in another command's variable never breaks it. Each field's
+    description, range and default make the command's --help and the README's
+    options table (options/reference.py).
+    """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
 
-    database_url: SecretStr | None = None
+    database_url: Annotated[
+        SecretStr | None,
+        Field(
+            description="The calendar database; libpq's PG* variables (PGPASSWORD, "
+            "PGPASSFILE, ...) fill in what the URL leaves out.",
+            json_schema_extra={"allowed": "postgresql://user@host/db"},
+        ),
+    ] = None
 
     @field_validator("database_url")
     @classmethod
@@ -62,28 +77,98 @@ class DatabaseOptions(BaseSettings):
             )
         return self.database_url.get_secret_value()
 
+    def with_database_url(self, url: str) -> Self:
+        try:
+            check_database_url(url)
+        except ValueError as exc:
+            raise OptionsError(f"database_url: {exc}") from None
+        return self.model_copy(update={"database_url": SecretStr(url)})
 
-class WorkerOptions(DatabaseOptions):
-    batch_size: Annotated[int, Field(ge=1, le=10_000)] = 500
-    interval_seconds: Annotated[float, Field(gt=0, le=86_400)] = 300.0
-    max_cycle_seconds: Annotated[float, Field(gt=0, le=3_600)] = 30.0
-    shutdown_grace_seconds: Annotated[float, Field(ge=0, le=3_600)] = 10.0
-    max_batches_per_cycle: Annotated[int, Field(ge=0, le=1_000_000)] = 1
-    batch_pause_seconds: Annotated[float, Field(ge=0, le=60)] = 0.0
-    lock_timeout_seconds: Annotated[float, Field(gt=0, le=3_600)] = 2.0
-    poison_backoff_seconds: Annotated[float, Field(gt=0, le=86_400)] = 300.0
-    poison_backoff_max_seconds: Annotated[float, Field(gt=0, le=30 * 86_400)] = 3_600.0
-    prepared_statements: bool = False
-    log_format: LogFormat = LogFormat.JSON
-    # Where `run` serves /metrics, /healthz and /readyz; "" turns the endpoint off.
-    metrics_addr: str = "127.0.0.1:9464"
 
-    @field_validator("metrics_addr")
-    @classmethod
-    def _listen_address(cls, value: str) -> str:
-        if value:
-            parse_listen_address(value)
-        return value
+# The shortest interval `run` accepts: below it, ticks would only pile up as
+# skipped ticks (a cycle's own round trips take milliseconds to seconds).
+MIN_INTERVAL_SECONDS: Final = 1.0
+
+
+class CycleOptions(DatabaseOptions):
+    """`once`: what one cycle needs."""
+
+    batch_size: Annotated[int, Field(ge=1, le=10_000, description="Rows per batch.")] = 500
+    max_batches_per_cycle: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=1_000_000,
+            description="Drain mode: batches per cycle, each its own transaction, within the "
+            "cycle budget; 0 = until the backlog is empty.",
+        ),
+    ] = 1
+    batch_pause_seconds: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=60,
+            description="Drain mode: the pause after each batch before the next, leaving the "
+            "database to the bookings; below --max-cycle-seconds; 0 = none.",
+        ),
+    ] = 0.0
+    max_cycle_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            le=3_600,
+            description="Budget of one cycle: past it the batch in flight is rolled back; also "
+            "each transaction's statement_timeout and idle_in_transaction_session_timeout.",
+        ),
+    ] = 30.0
+    lock_timeout_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            le=3_600,
+            description="How long a statement may wait for a lock (a migration's table lock, "
+            "say) before the cycle fails.",
+        ),
+    ] = 2.0
+    poison_backoff_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            le=86_400,
+            description="A row the database rejects is retried after this long, the wait "
+            "doubling per failure.",
+        ),
+    ] = 300.0
+    poison_backoff_max_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            le=30 * 86_400,
+            description="The longest wait before a rejected row is retried; at least "
+            "--poison-backoff-seconds.",
+        ),
+    ] = 3_600.0
+    max_clock_skew_seconds: Annotated[
+        float,
+        Field(
+            ge=1,
+            le=3_600,
+            description="A cycle expires nothing while the worker's clock runs further ahead of "
+            "the database's than this (a fast clock expires bookable slots); a clock behind "
+            "is only logged.",
+        ),
+    ] = 30.0
+    prepared_statements: Annotated[
+        bool,
+        Field(
+            description="Prepare the worker's statements on the server (saves planning in long "
+            "drains); leave off behind a pooler in transaction mode older than pgbouncer 1.21."
+        ),
+    ] = False
+    log_format: Annotated[
+        LogFormat,
+        Field(description="Logs on stderr: one JSON object per line, or console lines."),
+    ] = LogFormat.JSON
 
     @model_validator(mode="after")
     def _backoff_range(self) -> Self:
@@ -98,18 +183,6 @@ class WorkerOptions(DatabaseOptions):
             raise ValueError("batch_pause_seconds must be below max_cycle_seconds")
         return self
 
-    def with_database_url(self, url: str) -> WorkerOptions:
-        try:
-            check_database_url(url)
-        except ValueError as exc:
-            raise OptionsError(f"database_url: {exc}") from None
-        return self.model_copy(update={"database_url": SecretStr(url)})
-
-    @property
-    def metrics_address(self) -> ListenAddress | None:
-        """The endpoint's address, or None when it is turned off."""
-        return parse_listen_address(self.metrics_addr) if self.metrics_addr else None
-
     @property
     def statement_timeout_ms(self) -> int:
         return math.ceil(self.max_cycle_seconds * 1000)
@@ -117,6 +190,49 @@ class WorkerOptions(DatabaseOptions):
     @property
     def lock_timeout_ms(self) -> int:
         return math.ceil(self.lock_timeout_seconds * 1000)
+
+
+class WorkerOptions(CycleOptions):
+    """`run`: a cycle's options, the polling loop's and the endpoint's."""
+
+    interval_seconds: Annotated[
+        float,
+        Field(
+            ge=MIN_INTERVAL_SECONDS,
+            le=86_400,
+            description="Seconds between ticks (fixed rate); shorter than a second would only "
+            "pile up skipped ticks.",
+        ),
+    ] = 300.0
+    shutdown_grace_seconds: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=3_600,
+            description="On SIGTERM/SIGINT, how long the cycle in flight may still commit; "
+            "past it, or on a second signal, it is rolled back.",
+        ),
+    ] = 10.0
+    metrics_addr: Annotated[
+        str,
+        Field(
+            description="host:port of /metrics, /healthz and /readyz; port 0 picks a free one; "
+            "'' turns the endpoint off.",
+            json_schema_extra={"allowed": "host:port, [v6]:port, or ''"},
+        ),
+    ] = "127.0.0.1:9464"
+
+    @field_validator("metrics_addr")
+    @classmethod
+    def _listen_address(cls, value: str) -> str:
+        if value:
+            parse_listen_address(value)
+        return value
+
+    @property
+    def metrics_address(self) -> ListenAddress | None:
+        """The endpoint's address, or None when it is turned off."""
+        return parse_listen_address(self.metrics_addr) if self.metrics_addr else None
 
 
 def check_database_url(url: str) -> None:
@@ -168,36 +284,40 @@ def redact_url(url: str) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
-class FlagsOnlyOptions(WorkerOptions):
-    """The same options, from flags alone: for the demo, which must never pick up
-    the SLOT_EXPIRATION_* environment of a real deployment."""
+@cache
+def _flags_only(model: type[S]) -> type[S]:
+    """`model` reading flags alone: for the demo, which must never pick up the
+    SLOT_EXPIRATION_* environment of a real deployment."""
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings,)
+    class FlagsOnly(model):  # type: ignore[valid-type,misc]
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings,)
+
+    FlagsOnly.__name__ = model.__name__
+    return FlagsOnly
 
 
 def load_options(*, environment: bool = True, **given: Any) -> WorkerOptions:
-    """Build the options from flags (None = not given) and, unless told not to, the
+    """`run`'s options from flags (None = not given) and, unless told not to, the
     environment."""
-    model = WorkerOptions if environment else FlagsOnlyOptions
-    return load_settings(model, environment=environment, **given)
+    return load_settings(WorkerOptions, environment=environment, **given)
 
 
 def load_settings(model: type[S], *, environment: bool = True, **given: Any) -> S:
-    """Any of the product's option objects from flags (None = not given) and the
-    environment; a wrong value is an OptionsError naming its flag and variable.
-    `environment` only tells the message whether to name the variable."""
+    """Any of the product's option objects from flags (None = not given) and, unless
+    told not to, its own environment variables; a wrong value is an OptionsError
+    naming its flag (and variable)."""
     flags = {name: value for name, value in given.items() if value is not None}
     try:
-        return model(**flags)
+        return (model if environment else _flags_only(model))(**flags)
     except ValidationError as exc:
         raise OptionsError(_describe(exc, environment)) from None
 

@@ -13,10 +13,23 @@ from slot_expiration.slots.rules import SlotPolicy
 
 
 class SlotOptions(DatabaseOptions):
-    # How far ahead a slot may start when it is published (ADR-0064).
-    horizon_days: Annotated[int, Field(ge=1, le=3_650)] = 90
-    # Book-slot refuses, and the showcase hides, slots starting sooner than this.
-    min_lead_time_minutes: Annotated[int, Field(ge=0, le=525_600)] = 60
+    horizon_days: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=3_650,
+            description="How far ahead a published slot may start, in days (ADR-0064).",
+        ),
+    ] = 90
+    min_lead_time_minutes: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=525_600,
+            description="Book-slot refuses, and the showcase hides, slots starting sooner "
+            "than this from now; 0 allowed.",
+        ),
+    ] = 60
 
     def policy(self) -> SlotPolicy:
         return SlotPolicy(

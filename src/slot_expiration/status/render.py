@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any, TypeVar
 
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
-from slot_expiration.status.report import StatusReport
-from slot_expiration.store.slot_store import APPLICATION_NAME
-from slot_expiration.store.status_store import SELECTION_INDEX, FailedSlot, WorkerSession
+from slot_expiration.domain import SlotStatus
+from slot_expiration.status.report import Quarantine, StatusReport, Unreadable
+from slot_expiration.store import ApplicationName, FailedSlot
+from slot_expiration.store.status_store import (
+    SELECTION_INDEX,
+    OverdueSlot,
+    SchemaState,
+    SelectionIndex,
+    WorkerSession,
+)
+
+T = TypeVar("T")
 
 _WIDTH = 15
 
@@ -15,15 +26,15 @@ _WIDTH = 15
 def render_text(report: StatusReport) -> str:
     lines = [
         f"slot-expiration status at {report.as_of.isoformat()}",
-        _row("schema", _schema(report)),
-        _row("slots", ", ".join(f"{s.value} {n}" for s, n in report.counts.items())),
-        _row("backlog", _backlog(report)),
-        _row("oldest overdue", _oldest(report)),
-        _row("worker", _sessions_header(report)),
-        *(f"  {_session(session)}" for session in report.worker_sessions),
-        _row("failed slots", _failed_header(report)),
-        *(f"  {_failed(failed)}" for failed in report.failed),
-        _row("index", _index(report)),
+        _row("schema", _part(report.schema, lambda s: _schema(s, report.latest_revision))),
+        _row("slots", _part(report.counts, _counts)),
+        _row("backlog", _part(report.backlog, lambda n: _backlog(n, report.backlog_capped))),
+        _row("oldest overdue", _part(report.oldest_overdue, lambda s: _oldest(report))),
+        _row("worker", _part(report.worker_sessions, _sessions_header)),
+        *_details(report.worker_sessions, _session),
+        _row("failed slots", _part(report.quarantine, _failed_header)),
+        *_details(report.quarantine, lambda q: q.latest, _failed),
+        _row("index", _part(report.index, _index)),
     ]
     return "\n".join(lines)
 
@@ -32,23 +43,45 @@ def _row(label: str, value: str) -> str:
     return f"{label:<{_WIDTH}}{value}"
 
 
-def _schema(report: StatusReport) -> str:
-    if report.schema_revision == report.latest_revision:
-        return f"{report.schema_revision} (the newest)"
-    return (
-        f"{report.schema_revision or 'none'}, the newest is {report.latest_revision}: "
-        "run `slot-expiration migrate`"
-    )
+def _part(part: T | Unreadable, render: Callable[[T], str]) -> str:
+    return str(part) if isinstance(part, Unreadable) else render(part)
 
 
-def _backlog(report: StatusReport) -> str:
-    count = f"at least {report.backlog}" if report.backlog_capped else str(report.backlog)
-    return f"{count} Available slots have started (counted up to {BACKLOG_COUNT_CAP})"
+def _details(part: Any, *steps: Callable[[Any], Any]) -> list[str]:
+    """Indented lines under a part: `steps` pick the items, the last renders one."""
+    if isinstance(part, Unreadable):
+        return []
+    *pick, render = steps
+    items = pick[0](part) if pick else part
+    return [f"  {render(item)}" for item in items]
+
+
+def _schema(schema: SchemaState, latest: str | None) -> str:
+    problems = [
+        *schema.contract_mismatches,
+        *(f"table {t} is missing" for t in schema.missing_tables),
+    ]
+    if problems:
+        return (
+            f"{schema.revision or 'none'}, but {'; '.join(problems)}: run `slot-expiration migrate`"
+        )
+    if schema.revision == latest:
+        return f"{schema.revision} (the newest)"
+    return f"{schema.revision or 'none'}, the newest is {latest}: run `slot-expiration migrate`"
+
+
+def _counts(counts: dict[SlotStatus, int]) -> str:
+    return ", ".join(f"{status.value} {n}" for status, n in counts.items())
+
+
+def _backlog(count: int, capped: bool) -> str:
+    shown = f"at least {count}" if capped else str(count)
+    return f"{shown} Available slots have started (counted up to {BACKLOG_COUNT_CAP})"
 
 
 def _oldest(report: StatusReport) -> str:
     slot, age = report.oldest_overdue, report.overdue_seconds()
-    if slot is None or age is None:
+    if not isinstance(slot, OverdueSlot) or age is None:
         return "none: no Available slot has started"
     quarantined = ", in quarantine" if slot.quarantined else ""
     return (
@@ -57,9 +90,8 @@ def _oldest(report: StatusReport) -> str:
     )
 
 
-def _sessions_header(report: StatusReport) -> str:
-    count = len(report.worker_sessions)
-    return f"{count} sessions connected now (application_name {APPLICATION_NAME})"
+def _sessions_header(sessions: tuple[WorkerSession, ...]) -> str:
+    return f"{len(sessions)} sessions connected now (application_name {ApplicationName.WORKER})"
 
 
 def _session(session: WorkerSession) -> str:
@@ -74,11 +106,11 @@ def _session(session: WorkerSession) -> str:
     return f"pid {session.pid}: {state}{since}{xact}{waiting}"
 
 
-def _failed_header(report: StatusReport) -> str:
-    if report.failed_total == 0:
+def _failed_header(quarantine: Quarantine) -> str:
+    if quarantine.total == 0:
         return "none in quarantine"
-    shown = f" (the latest {len(report.failed)} below)" if report.failed else ""
-    return f"{report.failed_total} in quarantine, still Available{shown}"
+    shown = f" (the latest {len(quarantine.latest)} below)" if quarantine.latest else ""
+    return f"{quarantine.total} in quarantine, still Available{shown}"
 
 
 def _failed(failed: FailedSlot) -> str:
@@ -89,8 +121,7 @@ def _failed(failed: FailedSlot) -> str:
     )
 
 
-def _index(report: StatusReport) -> str:
-    index = report.index
+def _index(index: SelectionIndex) -> str:
     if not index.exists:
         return f"{SELECTION_INDEX} is MISSING; the selection reads: {index.scan}"
     valid = "valid" if index.valid else "INVALID (rebuild it)"

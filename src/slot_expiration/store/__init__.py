@@ -1,31 +1,35 @@
-"""PostgreSQL: named statements, the slot store, its errors and the migrations."""
+"""PostgreSQL: sessions, named statements, the repositories, their errors, the migrations."""
 
 from slot_expiration.store.errors import (
     CommitInDoubtError,
+    ErrorFamily,
+    MisconfiguredStoreError,
     NotQuarantinedError,
     RowRejectedError,
     SchemaMissingError,
     SlotStoreError,
-    StoreConnectError,
-    StoreUnavailableError,
+    TransientStoreError,
 )
-from slot_expiration.store.slot_store import (
-    LockedBatch,
-    QuarantineEntry,
-    SessionLimits,
-    SlotStore,
-)
+from slot_expiration.store.quarantine_store import FailedSlot, QuarantineEntry, QuarantineStore
+from slot_expiration.store.session import ApplicationName, Transaction, TransactionLimits
+from slot_expiration.store.slot_store import LockedBatch, Preflight, SlotStore
 
 __all__ = [
+    "ApplicationName",
     "CommitInDoubtError",
+    "ErrorFamily",
+    "FailedSlot",
     "LockedBatch",
+    "MisconfiguredStoreError",
     "NotQuarantinedError",
+    "Preflight",
     "QuarantineEntry",
+    "QuarantineStore",
     "RowRejectedError",
     "SchemaMissingError",
-    "SessionLimits",
     "SlotStore",
     "SlotStoreError",
-    "StoreConnectError",
-    "StoreUnavailableError",
+    "Transaction",
+    "TransactionLimits",
+    "TransientStoreError",
 ]

@@ -1,38 +1,150 @@
-"""The store's own errors: psycopg's are translated once, here, at the boundary."""
+"""The store's one error language: every driver error is translated here, once.
+
+Every store error carries the SQLSTATE the database gave (or, for a refused
+login, the one its message stands for) and belongs to one family:
+
+- *transient*: time may cure it (connection lost, a server shutting down or
+  starting up, serialization failures and deadlocks, lock and statement
+  timeouts, a read-only server after a failover, too many connections). The
+  batch rolls back whole and the next tick retries it.
+- *misconfigured*: only a person can cure it (authentication, a missing
+  privilege, a missing table or column, an unknown database, an unsupported
+  feature). The worker refuses to start; while it runs, it turns unready and
+  counts and alerts the failure instead of retrying silently.
+- *row rejected*: the database refused one row's transition (a constraint, a
+  trigger, a data error): that row is poison, the rest of its batch commits.
+
+SQLSTATE_FAMILIES below is the whole classification, by full code or by class.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Final
 from uuid import UUID
 
 import psycopg
 
-# SQLSTATE classes for which the database rejected one row's transition:
-# data exceptions (22), integrity constraint violations (23) and errors
-# raised by a trigger or function (P0001, raise_exception).
-_ROW_REJECTION_CLASSES = ("22", "23")
-_RAISE_EXCEPTION = "P0001"
-_UNDEFINED_TABLE = "42P01"
+
+class ErrorFamily(StrEnum):
+    TRANSIENT = "transient"
+    MISCONFIGURED = "misconfigured"
+    ROW_REJECTED = "row_rejected"
+
+
+_T, _M, _R = ErrorFamily.TRANSIENT, ErrorFamily.MISCONFIGURED, ErrorFamily.ROW_REJECTED
+
+# By full five-character code first, then by its two-character class.
+SQLSTATE_FAMILIES: Final[Mapping[str, ErrorFamily]] = {
+    "22": _R,  # data exception: a value the column or a cast refuses
+    "23": _R,  # integrity constraint violation: check, unique, foreign key, not null
+    "P0001": _R,  # raise_exception: a trigger refused the row
+    "08": _T,  # connection exception: lost, refused, never established
+    "40": _T,  # transaction rollback: serialization failure, deadlock detected
+    "53": _T,  # insufficient resources: too many connections, disk full, out of memory
+    "55P03": _T,  # lock_not_available: lock_timeout
+    "57": _T,  # operator intervention: statement_timeout, shutdown, cannot connect now
+    "25006": _T,  # read_only_sql_transaction: a standby, after a failover
+    "25P03": _T,  # idle_in_transaction_session_timeout
+    "58": _T,  # system error: I/O on the server
+    "XX": _T,  # internal error of the server
+    "28": _M,  # invalid authorization: wrong password, no pg_hba.conf entry, unknown role
+    "3D": _M,  # invalid catalog name: the database does not exist
+    "3F": _M,  # invalid schema name
+    "42": _M,  # access rule violation: permission denied, undefined table or column
+    "0A": _M,  # feature not supported (by this server or pooler)
+    "0L": _M,  # invalid grantor
+    "0P": _M,  # invalid role specification
+    "F0": _M,  # configuration file error
+}
+# A driver error without SQLSTATE is the client's side of a broken connection.
+DEFAULT_FAMILY: Final = _T
+
+INSUFFICIENT_PRIVILEGE: Final = "42501"
+UNDEFINED_TABLE: Final = "42P01"
+UNDEFINED_COLUMN: Final = "42703"
+UNABLE_TO_CONNECT: Final = "08001"
+
+# libpq reports no SQLSTATE when the server refuses a login: its FATAL message
+# is all there is. These are the messages PostgreSQL sends (lc_messages C/en)
+# and the SQLSTATE each stands for; no match is a connection failure (08001).
+_LOGIN_REFUSALS: Final = (
+    (re.compile(r"password authentication failed|no password supplied"), "28P01"),
+    (re.compile(r"no pg_hba\.conf entry|role \".*\" does not exist"), "28000"),
+    (re.compile(r"is not permitted to log in|authentication failed"), "28000"),
+    (re.compile(r"database \".*\" does not exist"), "3D000"),
+    (re.compile(r"permission denied for database"), INSUFFICIENT_PRIVILEGE),
+    (re.compile(r"too many clients|remaining connection slots are reserved"), "53300"),
+    (re.compile(r"the database system is (starting up|shutting down|in recovery)"), "57P03"),
+    (re.compile(r"not yet accepting connections"), "57P03"),
+)
+
+
+def family_of(sqlstate: str | None) -> ErrorFamily:
+    """The family of a SQLSTATE: by its full code, else its class, else transient."""
+    if not sqlstate:
+        return DEFAULT_FAMILY
+    return SQLSTATE_FAMILIES.get(sqlstate) or SQLSTATE_FAMILIES.get(sqlstate[:2], DEFAULT_FAMILY)
+
+
+def is_row_rejection(sqlstate: str | None) -> bool:
+    """Whether a SQLSTATE means 'this row is poison' rather than 'the database failed'."""
+    return sqlstate is not None and family_of(sqlstate) is ErrorFamily.ROW_REJECTED
 
 
 class SlotStoreError(Exception):
-    """Base of every failure coming out of the slot store."""
+    """Base of every failure coming out of the store: a message, a SQLSTATE, a family.
 
-
-class StoreUnavailableError(SlotStoreError):
-    """The database cannot be reached, refused us, or went away mid-cycle.
-
-    The batch rolls back whole; the next cycle retries it.
+    `connecting` tells that no session could be opened (the server, the
+    network or the login refused), rather than a statement failing.
     """
 
+    def __init__(
+        self, message: str, sqlstate: str | None = None, *, connecting: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+        self.connecting = connecting
 
-class StoreConnectError(StoreUnavailableError):
-    """No session could be opened: server down, wrong host or port, login refused."""
+    @property
+    def family(self) -> ErrorFamily | None:
+        """None for a refusal of the store's own (a slot not in the quarantine, say)."""
+        return family_of(self.sqlstate) if self.sqlstate else None
 
 
-class CommitInDoubtError(StoreUnavailableError):
+class TransientStoreError(SlotStoreError):
+    """Time may cure it: the batch rolls back whole; the next tick retries it."""
+
+    @property
+    def family(self) -> ErrorFamily:
+        return ErrorFamily.TRANSIENT
+
+
+class CommitInDoubtError(TransientStoreError):
     """COMMIT was sent but no answer came before the connection had to be dropped:
     the server may or may not have committed. Either way each row changed at most
     once; only the count of the batch is unknown."""
+
+
+class MisconfiguredStoreError(SlotStoreError):
+    """Only a person can cure it: a login, a privilege, a table or column is wrong."""
+
+    @property
+    def family(self) -> ErrorFamily:
+        return ErrorFamily.MISCONFIGURED
+
+
+class SchemaMissingError(MisconfiguredStoreError):
+    """The database answers but the worker's tables do not exist yet (or not all)."""
+
+    def __init__(self, detail: str | None = None, sqlstate: str = UNDEFINED_TABLE) -> None:
+        found = f"{detail}: " if detail else ""
+        super().__init__(
+            f"{found}the schema is missing or out of date: run `slot-expiration migrate` first",
+            sqlstate,
+        )
 
 
 class NotQuarantinedError(SlotStoreError):
@@ -42,29 +154,16 @@ class NotQuarantinedError(SlotStoreError):
         super().__init__(f"not in the quarantine, nothing changed: {', '.join(slot_ids)}")
 
 
-class SchemaMissingError(SlotStoreError):
-    """The database answers but the worker's tables do not exist yet (or not all)."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the schema is missing or out of date: run `slot-expiration migrate` first"
-        )
-
-
 class RowRejectedError(SlotStoreError):
     """The database refused a row's transition (constraint, trigger, data error)."""
 
     def __init__(self, message: str, sqlstate: str, slot_id: UUID | None = None) -> None:
-        super().__init__(message)
-        self.sqlstate = sqlstate
+        super().__init__(message, sqlstate)
         self.slot_id = slot_id
 
-
-def is_row_rejection(sqlstate: str | None) -> bool:
-    """Whether a SQLSTATE means 'this row is poison' rather than 'the database failed'."""
-    if sqlstate is None:
-        return False
-    return sqlstate[:2] in _ROW_REJECTION_CLASSES or sqlstate == _RAISE_EXCEPTION
+    @property
+    def family(self) -> ErrorFamily:
+        return ErrorFamily.ROW_REJECTED
 
 
 def first_line(exc: BaseException) -> str:
@@ -76,11 +175,33 @@ def first_line(exc: BaseException) -> str:
 
 
 def translate(exc: psycopg.Error, slot_id: UUID | None = None) -> SlotStoreError:
-    """Map a driver error to the store's typed error (the one place that knows psycopg's)."""
-    message = first_line(exc)
-    if is_row_rejection(exc.sqlstate):
-        assert exc.sqlstate is not None  # narrowed by is_row_rejection
-        return RowRejectedError(message, exc.sqlstate, slot_id)
-    if exc.sqlstate == _UNDEFINED_TABLE:
-        return SchemaMissingError()
-    return StoreUnavailableError(message)
+    """A failed statement's driver error as the store's typed error."""
+    return _typed(first_line(exc), exc.sqlstate, slot_id=slot_id)
+
+
+def translate_connect(exc: psycopg.Error) -> SlotStoreError:
+    """A failed connection attempt as the store's typed error (see _LOGIN_REFUSALS)."""
+    message = first_line(exc).removeprefix("connection failed: ")
+    sqlstate = exc.sqlstate or login_refusal_sqlstate(str(exc))
+    return _typed(message, sqlstate, connecting=True)
+
+
+def login_refusal_sqlstate(message: str) -> str:
+    """The SQLSTATE a refused login's message stands for; 08001 for any other failure."""
+    for pattern, sqlstate in _LOGIN_REFUSALS:
+        if pattern.search(message):
+            return sqlstate
+    return UNABLE_TO_CONNECT
+
+
+def _typed(
+    message: str, sqlstate: str | None, *, slot_id: UUID | None = None, connecting: bool = False
+) -> SlotStoreError:
+    family = family_of(sqlstate)
+    if family is ErrorFamily.ROW_REJECTED and sqlstate is not None:
+        return RowRejectedError(message, sqlstate, slot_id)
+    if family is ErrorFamily.MISCONFIGURED:
+        if sqlstate in (UNDEFINED_TABLE, UNDEFINED_COLUMN) and not connecting:
+            return SchemaMissingError(message, sqlstate)
+        return MisconfiguredStoreError(message, sqlstate, connecting=connecting)
+    return TransientStoreError(message, sqlstate, connecting=connecting)

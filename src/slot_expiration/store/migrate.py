@@ -14,13 +14,9 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.pool import NullPool
 
-from slot_expiration.store.errors import (
-    SlotStoreError,
-    StoreConnectError,
-    StoreUnavailableError,
-    first_line,
-)
+from slot_expiration.store.errors import SlotStoreError, first_line, translate
 from slot_expiration.store.schema_version import VERSION_TABLE
+from slot_expiration.store.session import ApplicationName, connect_sync
 
 _SCRIPT_LOCATION = "slot_expiration.store:migrations"
 
@@ -58,17 +54,12 @@ def engine_for(database_url: str) -> Engine:
     an empty port with ?port=); letting psycopg connect accepts every URL the
     worker itself accepts.
     """
-    return create_engine(
-        "postgresql+psycopg://", creator=lambda: _connect(database_url), poolclass=NullPool
-    )
-
-
-def _connect(database_url: str) -> psycopg.Connection[tuple[object, ...]]:
     # Raised from the creator, our error reaches the caller unwrapped by SQLAlchemy.
-    try:
-        return psycopg.connect(database_url)
-    except psycopg.Error as exc:
-        raise StoreConnectError(first_line(exc)) from exc
+    return create_engine(
+        "postgresql+psycopg://",
+        creator=lambda: connect_sync(database_url, ApplicationName.ADMIN),
+        poolclass=NullPool,
+    )
 
 
 def current_revision(database_url: str) -> str | None:
@@ -88,10 +79,11 @@ def upgrade(database_url: str) -> MigrationOutcome:
         command.upgrade(_config(database_url), "head")
         return MigrationOutcome(before=before, after=head_revision())
     except sqlalchemy.exc.DBAPIError as exc:
-        cause = exc.orig if exc.orig is not None else exc
-        raise StoreUnavailableError(first_line(cause)) from exc
+        if isinstance(exc.orig, psycopg.Error):
+            raise translate(exc.orig) from exc
+        raise SlotStoreError(first_line(exc)) from exc
     except psycopg.Error as exc:
-        raise StoreUnavailableError(first_line(exc)) from exc
+        raise translate(exc) from exc
     except alembic.util.CommandError as exc:
         raise MigrationError(f"migration failed: {first_line(exc)}") from exc
 

@@ -1,38 +1,52 @@
-"""Least privilege: what the worker's database role may do, granted exactly.
+"""Least privilege: give a role what the worker (or a read-only view) needs, and say
+what the role can then do.
 
-`migrate` runs as the schema's owner; the worker runs as a role that may read
-the slot table, update only status, updated_at and version, and keep its own
-quarantine. The statements live in queries.sql; only the role's and the
-schema's names are filled in, as identifiers quoted by psycopg.sql.
+`grant` runs as the owner of availability_slots. It grants what is missing and
+never revokes a privilege the role may need for other work, unless asked to
+(`revoke_extra`): only then does it revoke what the role holds directly beyond
+its needs. What the role holds through a membership (or PUBLIC) is reported,
+not touched. It refuses a role that owns the table, is a superuser, or is the
+one running it: such a role can do everything anyway, and "exactly" would be a
+lie. The statements are the templates of privileges.sql; only identifiers and
+privilege keywords of a fixed list are filled in, by psycopg.sql.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
 
-import psycopg
 from psycopg import sql
 
-from slot_expiration.store.errors import (
-    SchemaMissingError,
-    SlotStoreError,
-    StoreConnectError,
-    first_line,
-    translate,
-)
-from slot_expiration.store.queries import query
+from slot_expiration.store.errors import SchemaMissingError, SlotStoreError
+from slot_expiration.store.session import ApplicationName, Session, SessionSettings
 
-WORKER_GRANTS: Final = (
-    "revoke_worker_privileges",
-    "grant_schema_usage",
-    "grant_slot_read",
-    "grant_slot_transition",
-    "grant_quarantine",
-    "grant_schema_version_read",
-)
+SLOT_TABLE: Final = "availability_slots"
 
 
-class UnknownRoleError(SlotStoreError):
+class Privilege(StrEnum):
+    SELECT = "SELECT"
+    INSERT = "INSERT"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    TRUNCATE = "TRUNCATE"
+    REFERENCES = "REFERENCES"
+    TRIGGER = "TRIGGER"
+
+
+class GrantMode(StrEnum):
+    WORKER = "worker"  # what a cycle needs
+    READ_ONLY = "read-only"  # what status, quarantine list and /readyz need
+
+
+class GrantRefusedError(SlotStoreError):
+    """The role must not be given the worker's privileges; nothing was changed."""
+
+
+class UnknownRoleError(GrantRefusedError):
     def __init__(self, role: str) -> None:
         super().__init__(
             f"role {role!r} does not exist: create it first "
@@ -48,42 +62,201 @@ class NotOwnerError(SlotStoreError):
         )
 
 
-def worker_grant_statements(role: str, schema: str) -> list[sql.Composed]:
-    """The statements that give `role` exactly the worker's privileges, in order."""
-    names = {"role": sql.Identifier(role), "schema": sql.Identifier(schema)}
-    return [sql.SQL(query(name)).format(**names) for name in WORKER_GRANTS]
+@dataclass(frozen=True, slots=True, order=True)
+class TablePrivilege:
+    """A privilege on one of the product's tables; `column` for a column's own."""
+
+    relation: str
+    privilege: Privilege
+    column: str | None = None
 
 
-async def grant_worker_privileges(database_url: str, role: str, *, apply: bool = True) -> list[str]:
-    """Apply the grants in one transaction (as the tables' owner); returns the statements.
+@dataclass(frozen=True, slots=True)
+class HeldPrivilege:
+    """A privilege the role can use: held directly, and/or through other roles."""
 
-    With `apply` False nothing is changed: the statements are only composed.
+    privilege: TablePrivilege
+    direct: bool
+    via: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GrantReport:
+    """What `grant` ran (or would run), and what the role can do afterwards."""
+
+    role: str
+    mode: GrantMode
+    statements: tuple[str, ...]
+    applied: bool
+    can: tuple[TablePrivilege, ...]
+    missing: tuple[TablePrivilege, ...]
+    extra_direct: tuple[TablePrivilege, ...]
+    extra_inherited: tuple[HeldPrivilege, ...] = field(default=())
+
+    @property
+    def exact(self) -> bool:
+        return not (self.missing or self.extra_direct or self.extra_inherited)
+
+
+async def grant_privileges(
+    database_url: str,
+    role: str,
+    mode: GrantMode = GrantMode.WORKER,
+    *,
+    apply: bool = True,
+    revoke_extra: bool = False,
+) -> GrantReport:
+    """Grant `mode`'s privileges to `role` in one transaction (as the table's owner).
+
+    With `apply` False the statements run in a transaction that is rolled back:
+    the report shows what they would do, and nothing changes.
     """
-    try:
-        conn = await psycopg.AsyncConnection.connect(database_url, connect_timeout=10)
-    except psycopg.Error as exc:
-        raise StoreConnectError(first_line(exc)) from exc
-    async with conn:
-        try:
-            statements = await _grant(conn, role, apply)
-        except psycopg.Error as exc:
-            raise translate(exc) from exc
-        if not apply:
-            await conn.rollback()
-    return statements
+    settings = SessionSettings(ApplicationName.ADMIN)
+    async with Session.open(database_url, settings) as session:
+        grants = _Grants(session, role, mode)
+        schema = await grants.check_target()
+        async with session.transaction():
+            report = await grants.run(schema, apply=apply, revoke_extra=revoke_extra)
+            if not apply:
+                await session.connection.rollback()
+        return report
 
 
-async def _grant(conn: psycopg.AsyncConnection[Any], role: str, apply: bool) -> list[str]:
-    cursor = await conn.execute(query("role_exists"), {"role": role})
-    if not (row := await cursor.fetchone()) or not row[0]:
-        raise UnknownRoleError(role)
-    cursor = await conn.execute(query("slot_table_owner"))
-    if (table := await cursor.fetchone()) is None:
-        raise SchemaMissingError
-    schema, owner, acts_as_owner = table
-    if not acts_as_owner:
-        raise NotOwnerError(owner)
-    statements = worker_grant_statements(role, schema)
-    for statement in statements if apply else ():
-        await conn.execute(statement)
-    return [statement.as_string(conn) for statement in statements]
+class _Grants:
+    def __init__(self, session: Session, role: str, mode: GrantMode) -> None:
+        self._session = session
+        self._role = role
+        self._mode = mode
+
+    async def check_target(self) -> str:
+        """The table's schema, once the role is known to be one we may grant to."""
+        rows = await self._session.rows("grant_target", {"role": self._role})
+        if not rows:
+            raise SchemaMissingError("table availability_slots does not exist")
+        role_oid, schema, owner, we_own, role_owns, superuser, connecting = rows[0]
+        if role_oid is None:
+            raise UnknownRoleError(self._role)
+        if not we_own:
+            raise NotOwnerError(owner)
+        refusal = _refusal(self._role, owner, role_owns, superuser, connecting)
+        if refusal:
+            raise GrantRefusedError(f"{refusal}; nothing was changed")
+        return str(schema)
+
+    async def run(self, schema: str, *, apply: bool, revoke_extra: bool) -> GrantReport:
+        wanted = await self._wanted()
+        held = await self._held()
+        groups = _revoked(_extras(held, wanted), held) if revoke_extra else []
+        revokes = [self._compose("revoke", *group) for group in groups]
+        statements = [*revokes, *self._grant_statements(schema, wanted)]
+        for statement in statements:
+            await self._session.execute_composed(statement)
+        after = await self._held()
+        extras = _extras(after, wanted)
+        effective = {h.privilege for h in after}
+        return GrantReport(
+            role=self._role,
+            mode=self._mode,
+            statements=tuple(self._session.render(s) for s in statements),
+            applied=apply,
+            can=tuple(sorted(effective)),
+            missing=tuple(sorted(set(wanted) - effective)),
+            extra_direct=tuple(sorted(h.privilege for h in extras if h.direct)),
+            extra_inherited=tuple(h for h in extras if h.via and not h.direct),
+        )
+
+    async def _wanted(self) -> list[TablePrivilege]:
+        params = {"read_only": self._mode is GrantMode.READ_ONLY}
+        rows = await self._session.rows("grant_requirements", params)
+        return [TablePrivilege(rel, Privilege(priv), col) for rel, col, priv in rows]
+
+    async def _held(self) -> list[HeldPrivilege]:
+        rows = await self._session.rows("role_privileges", {"role": self._role})
+        return [
+            HeldPrivilege(TablePrivilege(rel, Privilege(priv), col), bool(direct), tuple(via))
+            for rel, col, priv, direct, via in rows
+        ]
+
+    def _grant_statements(
+        self, schema: str, wanted: Sequence[TablePrivilege]
+    ) -> list[sql.Composed]:
+        usage = self._session.template("grant_schema_usage").format(
+            schema=sql.Identifier(schema), role=sql.Identifier(self._role)
+        )
+        return [usage, *(self._compose("grant", *group) for group in _grouped(wanted))]
+
+    def _compose(
+        self, verb: str, relation: str, privileges: Sequence[Privilege], columns: Sequence[str]
+    ) -> sql.Composed:
+        kind = "column" if columns else "table"
+        return self._session.template(f"{verb}_{kind}_privilege").format(
+            privilege=sql.SQL(", ").join(sql.SQL(p.value) for p in privileges),
+            column=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+            table=sql.Identifier(relation),
+            role=sql.Identifier(self._role),
+        )
+
+
+def _refusal(role: str, owner: str, owns: bool, superuser: bool, connecting: bool) -> str | None:
+    if connecting:
+        return f"role {role!r} is the role running grant: the worker must log in as another"
+    if superuser:
+        return f"role {role!r} is a superuser: it can do everything; give the worker its own role"
+    if owns:
+        return (
+            f"role {role!r} owns availability_slots (or acts as its owner {owner!r}): "
+            "it can do everything there; give the worker its own role"
+        )
+    return None
+
+
+def _covered(held: TablePrivilege, wanted: set[TablePrivilege]) -> bool:
+    """Whether a held privilege is one the mode wants (a column's UPDATE, column by column)."""
+    if held in wanted:
+        return True
+    # A table-wide UPDATE shows column by column too: judged there.
+    return (
+        held.column is None and held.privilege is Privilege.UPDATE and held.relation == SLOT_TABLE
+    )
+
+
+def _extras(held: Iterable[HeldPrivilege], wanted: Iterable[TablePrivilege]) -> list[HeldPrivilege]:
+    wanted_set = set(wanted)
+    return [h for h in held if not _covered(h.privilege, wanted_set)]
+
+
+def _revoked(
+    extras: Sequence[HeldPrivilege], held: Sequence[HeldPrivilege]
+) -> list[tuple[str, list[Privilege], list[str]]]:
+    """What to REVOKE: each privilege held directly beyond the wanted ones.
+
+    A column's UPDATE held through a table-wide UPDATE goes with that (revoking
+    it takes the column grants too; the grants that follow restore the wanted ones).
+    """
+    table_wide = {h.privilege.relation for h in held if h.direct and h.privilege.column is None
+                  and h.privilege.privilege is Privilege.UPDATE}  # fmt: skip
+    revoke: set[TablePrivilege] = set()
+    for privilege in (h.privilege for h in extras if h.direct):
+        if privilege.column is not None and privilege.relation in table_wide:
+            revoke.add(TablePrivilege(privilege.relation, Privilege.UPDATE))
+        else:
+            revoke.add(privilege)
+    return _grouped(sorted(revoke))
+
+
+def _grouped(
+    privileges: Iterable[TablePrivilege],
+) -> list[tuple[str, list[Privilege], list[str]]]:
+    """One statement's worth each: a table's own privileges together, and each
+    privilege's columns together (GRANT UPDATE (a, b) ON TABLE t)."""
+    tables: dict[str, list[Privilege]] = defaultdict(list)
+    columns: dict[tuple[str, Privilege], list[str]] = defaultdict(list)
+    for p in privileges:
+        if p.column is None:
+            tables[p.relation].append(p.privilege)
+        else:
+            columns[(p.relation, p.privilege)].append(p.column)
+    return [
+        *((relation, privs, []) for relation, privs in tables.items()),
+        *((relation, [priv], cols) for (relation, priv), cols in columns.items()),
+    ]

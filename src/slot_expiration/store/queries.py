@@ -1,8 +1,12 @@
-"""Loads the named statements of the store's `.sql` files.
+"""Loads the named statements of a package's `.sql` files.
 
-`queries.sql` (the worker's statements) and its siblings are the single home
-of the product's SQL; code refers to a statement by name, unique across the
-files, and never assembles SQL text.
+The store's `.sql` files are the single home of the product's SQL; code refers
+to a statement by name, unique across the files, and never assembles SQL text.
+
+A file may also define fragments (`-- fragment: NAME`): SQL that several
+statements share, written once. A statement takes one in with a line
+`-- include: NAME`, replaced when the file is loaded, so the selection of due
+slots is the same text in every statement that picks, counts or explains it.
 """
 
 from __future__ import annotations
@@ -12,39 +16,74 @@ from functools import cache
 from importlib.resources import files
 from typing import LiteralString
 
-_NAME_LINE = re.compile(r"^-- name:(?P<name>.*)$", re.MULTILINE)
+_HEADER = re.compile(r"^-- (?P<kind>name|fragment):(?P<name>.*)$", re.MULTILINE)
+_INCLUDE = re.compile(r"^[ \t]*-- include:[ \t]*(?P<name>\S+)[ \t]*$", re.MULTILINE)
 _VALID_NAME = re.compile(r"[a-z][a-z0-9_]*")
+STORE_PACKAGE = "slot_expiration.store"
+_MAX_INCLUDE_DEPTH = 4
 
 
-def parse_queries(text: str) -> dict[str, LiteralString]:
-    """Split the file into {name: statement}; comment-only lines are dropped."""
-    parts = _NAME_LINE.split(text)
-    queries: dict[str, LiteralString] = {}
-    # parts = [preamble, name1, body1, name2, body2, ...]
-    for raw_name, body in zip(parts[1::2], parts[2::2], strict=True):
+def split_sql(text: str) -> list[tuple[str, str, str]]:
+    """The (kind, name, body) of each statement and fragment of one file, in order."""
+    parts = _HEADER.split(text)
+    found = []
+    # parts = [preamble, kind1, name1, body1, kind2, name2, body2, ...]
+    for kind, raw_name, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
         name = raw_name.strip()
         if not _VALID_NAME.fullmatch(name):
-            raise ValueError(f"bad statement name {name!r}")
-        lines = [line for line in body.splitlines() if not line.lstrip().startswith("--")]
-        statement = "\n".join(lines).strip()
-        if name in queries:
-            raise ValueError(f"statement {name!r} is defined twice")
-        # The text comes from our own package file, never from input.
-        queries[name] = statement
-    return queries
+            raise ValueError(f"bad {kind} name {name!r}")
+        found.append((kind, name, body))
+    return found
+
+
+def parse_queries(*texts: str) -> dict[str, LiteralString]:
+    """{name: statement} of these files' texts: includes expanded, comment lines dropped.
+
+    Any statement may include a fragment of any of the texts.
+    """
+    entries = [entry for text in texts for entry in split_sql(text)]
+    fragments: dict[str, str] = {}
+    statements: dict[str, str] = {}
+    for kind, name, body in entries:
+        table = fragments if kind == "fragment" else statements
+        if name in table:
+            raise ValueError(f"{kind} {name!r} is defined twice")
+        table[name] = body
+    # The text comes from our own package files, never from input.
+    return {name: _clean(_expand(body, fragments)) for name, body in statements.items()}
+
+
+def _expand(body: str, fragments: dict[str, str], depth: int = 0) -> str:
+    """`body` with each include replaced by its fragment, itself expanded (a few levels)."""
+    if depth > _MAX_INCLUDE_DEPTH:
+        raise ValueError("fragments include each other in a cycle")
+
+    def fragment(match: re.Match[str]) -> str:
+        name = match["name"]
+        if name not in fragments:
+            raise ValueError(f"no fragment named {name!r}")
+        return _clean(_expand(fragments[name], fragments, depth + 1))
+
+    return _INCLUDE.sub(fragment, body)
+
+
+def _clean(body: str) -> str:
+    lines = [line for line in body.splitlines() if not line.lstrip().startswith("--")]
+    return "\n".join(lines).strip()
 
 
 @cache
+def load_package_queries(package: str) -> dict[str, LiteralString]:
+    """Every named statement of every `.sql` file of `package`."""
+    sources = sorted(files(package).iterdir(), key=lambda entry: entry.name)
+    return parse_queries(
+        *(entry.read_text(encoding="utf-8") for entry in sources if entry.name.endswith(".sql"))
+    )
+
+
 def load_queries() -> dict[str, LiteralString]:
-    """Every named statement of every `.sql` file of the store package."""
-    queries: dict[str, LiteralString] = {}
-    sources = sorted(files("slot_expiration.store").iterdir(), key=lambda entry: entry.name)
-    for source in (entry for entry in sources if entry.name.endswith(".sql")):
-        for name, statement in parse_queries(source.read_text(encoding="utf-8")).items():
-            if name in queries:
-                raise ValueError(f"statement {name!r} is defined in two .sql files")
-            queries[name] = statement
-    return queries
+    """Every named statement of the store's `.sql` files."""
+    return load_package_queries(STORE_PACKAGE)
 
 
 def query(name: str) -> LiteralString:

@@ -1,31 +1,27 @@
 """The slot context's repository: the one module that runs slot_context.sql.
 
-It turns rows into frozen Slot values and psycopg's errors into the store's
-(see errors.py). Each operation of the slot context is one transaction on an
-autocommit connection; statements are planned with their parameters every
-time (no server-side preparation), so the partial indexes serve them.
+It turns rows into frozen Slot values; its Session translates the driver's
+errors. Each operation of the slot context is one transaction.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Self
 from uuid import UUID
 
-import psycopg
-
 from slot_expiration.domain import Slot, SlotStatus
-from slot_expiration.store.errors import StoreConnectError, first_line, translate
-from slot_expiration.store.queries import query
+from slot_expiration.store.session import ApplicationName, Session, SessionSettings, Transaction
 
 # Not the worker's name: these sessions never count as worker sessions (status).
-APPLICATION_NAME: Final = "slot-expiration-slots"
+# Statements are planned with their parameters every time (never prepared), so
+# the partial indexes serve them.
+SETTINGS: Final = SessionSettings(ApplicationName.SLOTS, autocommit=True)
 # The first key of the publication locks (two-key advisory locks): "SLOT".
 PUBLICATION_LOCK_CLASS: Final = 0x534C4F54
-CONNECT_TIMEOUT_SECONDS: Final = 10
 
 # Open bounds of a time range, as PostgreSQL timestamptz values.
 EARLIEST: Final = datetime.min.replace(tzinfo=UTC)
@@ -56,35 +52,18 @@ class ShowcaseQuery:
 class SlotContextStore:
     """Repository over `availability_slots` for publish, book-slot, archive and lists."""
 
-    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
-        self._conn = connection
+    def __init__(self, session: Session) -> None:
+        self._session = session
 
     @classmethod
     @asynccontextmanager
     async def connect(cls, database_url: str) -> AsyncIterator[Self]:
-        try:
-            conn = await psycopg.AsyncConnection.connect(
-                database_url,
-                autocommit=True,
-                application_name=APPLICATION_NAME,
-                connect_timeout=CONNECT_TIMEOUT_SECONDS,
-                prepare_threshold=None,
-            )
-        except psycopg.Error as exc:
-            raise StoreConnectError(first_line(exc)) from exc
-        try:
-            yield cls(conn)
-        finally:
-            await conn.close()
+        async with Session.open(database_url, SETTINGS) as session:
+            yield cls(session)
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
+    def transaction(self) -> AbstractAsyncContextManager[Transaction]:
         """One operation: committed whole, or rolled back whole on any error."""
-        try:
-            async with self._conn.transaction():
-                yield
-        except psycopg.Error as exc:
-            raise translate(exc) from exc
+        return self._session.transaction()
 
     async def lock_consultant_publication(self, tenant_id: UUID, consultant_id: UUID) -> None:
         """Until this transaction ends, no other publication for this consultant runs."""
@@ -211,11 +190,7 @@ class SlotContextStore:
         return [_slot(row) for row in await self._fetch("consultant_slots", params)]
 
     async def _fetch(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        try:
-            cursor = await self._conn.execute(query(name), params)
-            return await cursor.fetchall() if cursor.description is not None else []
-        except psycopg.Error as exc:
-            raise translate(exc) from exc
+        return await self._session.rows(name, params)
 
 
 def _values(statuses: Collection[SlotStatus]) -> list[str]:

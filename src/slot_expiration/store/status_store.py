@@ -1,33 +1,32 @@
-"""The operator's read-only view of the database: `status` and the worker's /readyz.
+"""The operator's read-only view of the database: `status`, `quarantine list`, /readyz.
 
-It runs the named statements of operations.sql in one read-only transaction on
-a connection of its own (its own `application_name`, so it never counts as a
-worker session) and turns rows into frozen values.
+It runs the named statements of status.sql and schema.sql in one read-only
+transaction (one snapshot) on a session of its own (its own
+`application_name`, so it never counts as a worker session), each part in a
+savepoint of its own: a part the role may not read fails alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, Final, Self
 from uuid import UUID
 
-import psycopg
-
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store.errors import (
-    SlotStoreError,
-    StoreConnectError,
-    first_line,
-    translate,
+from slot_expiration.store.errors import SlotStoreError
+from slot_expiration.store.quarantine_store import QuarantineStore
+from slot_expiration.store.session import (
+    ApplicationName,
+    Session,
+    SessionSettings,
+    TransactionLimits,
 )
-from slot_expiration.store.queries import query
-from slot_expiration.store.slot_store import APPLICATION_NAME
 
-SELECTION_INDEX = "ix_availability_slots_status_start"
-SLOT_TABLE = "availability_slots"
+SELECTION_INDEX: Final = "ix_availability_slots_status_start"
+SLOT_TABLE: Final = "availability_slots"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,20 +53,6 @@ class WorkerSession:
 
 
 @dataclass(frozen=True, slots=True)
-class FailedSlot:
-    """A slot the database keeps rejecting, as the quarantine records it."""
-
-    slot_id: UUID
-    tenant_id: UUID
-    attempts: int
-    first_failed_at: datetime
-    last_failed_at: datetime
-    next_attempt_at: datetime
-    sqlstate: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
 class SelectionIndex:
     """Whether the selection's index exists, is usable and is what the planner reads."""
 
@@ -79,75 +64,85 @@ class SelectionIndex:
     serves_selection: bool
 
 
+@dataclass(frozen=True, slots=True)
+class SchemaState:
+    """The worker's migration revision and how the tables differ from what it needs."""
+
+    revision: str | None
+    contract_mismatches: tuple[str, ...]
+    missing_tables: tuple[str, ...]
+
+    @property
+    def slot_table_missing(self) -> bool:
+        return any(p.startswith("table availability_slots") for p in self.contract_mismatches)
+
+    @property
+    def fits(self) -> bool:
+        return not (self.contract_mismatches or self.missing_tables)
+
+
 class StatusStore:
     """Read-only queries over the slot table, the quarantine and the server's views."""
 
-    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
-        self._conn = connection
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self.quarantine = QuarantineStore(session)
 
     @classmethod
     @asynccontextmanager
     async def connect(
         cls, database_url: str, application_name: str, timeout_seconds: float = 10.0
     ) -> AsyncIterator[Self]:
-        """One read-only transaction (one snapshot) whose statements give up after
-        `timeout_seconds`; it is rolled back and the connection closed at the end."""
-        try:
-            conn = await psycopg.AsyncConnection.connect(
-                database_url,
-                application_name=application_name,
-                connect_timeout=max(1, round(timeout_seconds)),
-            )
-        except psycopg.Error as exc:
-            raise StoreConnectError(first_line(exc)) from exc
-        try:
-            store = cls(conn)
-            timeout_ms = str(round(timeout_seconds * 1000))
-            await store._rows(
-                "status_transaction_limits",
-                {"statement_timeout": timeout_ms, "lock_timeout": timeout_ms},
-            )
-            yield store
-        finally:
-            with suppress(psycopg.Error):  # a broken connection has nothing to roll back
-                await conn.rollback()
-            await conn.close()
+        """One read-only transaction whose statements give up after `timeout_seconds`."""
+        timeout_ms = round(timeout_seconds * 1000)
+        limits = TransactionLimits(timeout_ms, timeout_ms, timeout_ms, read_only=True)
+        settings = SessionSettings(
+            application_name, limits=limits, connect_timeout_seconds=max(1, round(timeout_seconds))
+        )
+        async with Session.open(database_url, settings) as session, session.transaction():
+            yield cls(session)
+
+    def part(self) -> AbstractAsyncContextManager[None]:
+        """A part of a report: if the role may not read it, only it fails."""
+        return self._session.savepoint()
 
     async def schema_revision(self) -> str | None:
         """The migration the schema is at; SchemaMissingError when it was never migrated."""
-        rows = await self._rows("schema_revision", {})
+        rows = await self._session.rows("schema_revision")
         return str(rows[0][0]) if rows else None
+
+    async def schema_state(self) -> SchemaState:
+        mismatches = tuple(row[0] for row in await self._session.rows("contract_mismatches"))
+        missing = tuple(row[0] for row in await self._session.rows("worker_tables_missing"))
+        revision = None
+        if "slot_expiration_alembic_version" not in missing:
+            revision = await self.schema_revision()
+        return SchemaState(revision, mismatches, missing)
 
     async def counts_by_status(self) -> dict[SlotStatus, int]:
         counts = dict.fromkeys(SlotStatus, 0)
-        for status, count in await self._rows("status_counts_by_status", {}):
+        for status, count in await self._session.rows("status_counts_by_status"):
             counts[SlotStatus(status)] = int(count)
         return counts
 
     async def backlog(self, as_of: datetime, cap: int) -> int:
         """Available slots due at `as_of`, counted up to `cap`."""
-        rows = await self._rows("status_backlog_capped", {"as_of": as_of, "cap": cap})
-        return int(rows[0][0])
+        params = {"as_of": as_of, "cap": cap}
+        return int(await self._session.value("status_backlog_capped", params))
 
     async def oldest_overdue(self, as_of: datetime) -> OverdueSlot | None:
-        rows = await self._rows("status_oldest_overdue", {"as_of": as_of})
+        rows = await self._session.rows("status_oldest_overdue", {"as_of": as_of})
         return OverdueSlot(*rows[0]) if rows else None
 
     async def worker_sessions(self) -> tuple[WorkerSession, ...]:
-        rows = await self._rows("status_worker_sessions", {"application_name": APPLICATION_NAME})
+        params = {"application_name": ApplicationName.WORKER}
+        rows = await self._session.rows("status_worker_sessions", params)
         return tuple(WorkerSession(*row) for row in rows)
 
-    async def failed_slots(self, limit: int) -> tuple[int, tuple[FailedSlot, ...]]:
-        """How many slots are in quarantine and still Available, and the latest `limit`."""
-        total = await self._rows("status_failed_slots_total", {})
-        rows = await self._rows("status_failed_slots", {"limit": limit})
-        return int(total[0][0]), tuple(FailedSlot(*row) for row in rows)
-
     async def selection_index(self, as_of: datetime, batch_size: int) -> SelectionIndex:
-        found = await self._rows("status_selection_index", {})
-        plan_rows = await self._rows(
-            "status_explain_selection", {"as_of": as_of, "batch_size": batch_size}
-        )
+        found = await self._session.rows("status_selection_index")
+        params = {"as_of": as_of, "now": as_of, "batch_size": batch_size, "exclude_ids": []}
+        plan_rows = await self._session.rows("status_explain_selection", params)
         scan = _slot_table_scan(plan_rows[0][0])
         table, valid, definition = found[0] if found else (None, False, None)
         return SelectionIndex(
@@ -158,13 +153,6 @@ class StatusStore:
             scan=scan,
             serves_selection=f"using {SELECTION_INDEX}" in scan,
         )
-
-    async def _rows(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        try:
-            cursor = await self._conn.execute(query(name), params)
-            return await cursor.fetchall()
-        except psycopg.Error as exc:
-            raise translate(exc) from exc
 
 
 def _slot_table_scan(explained: Any) -> str:
@@ -179,7 +167,8 @@ def _slot_table_scan(explained: Any) -> str:
             if "Index Name" in node
             else str(node["Node Type"])
             for node in _plan_nodes(explained[0]["Plan"])
-            if node.get("Relation Name") == SLOT_TABLE or "Index Name" in node
+            # A bitmap index scan names no relation; any other node names its own.
+            if node.get("Relation Name", SLOT_TABLE) == SLOT_TABLE
         ]
     except (KeyError, IndexError, TypeError) as exc:
         raise SlotStoreError(f"unexpected EXPLAIN output: {exc!r}") from exc

@@ -1,8 +1,9 @@
 """Hooks the loop calls around each cycle; telemetry lives behind them.
 
 The cycle and the loop know nothing of logs, metrics or traces: they report
-facts to a CycleHooks, and each sink (logs, metrics, traces) records them
-its own way.
+facts to a CycleHooks, and each sink (logs, metrics, traces, liveness,
+readiness) records them its own way. A sink derives from NoHooks and
+overrides only what it records.
 """
 
 from __future__ import annotations
@@ -12,21 +13,27 @@ from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
-from slot_expiration.cycle import BatchResult, CycleResult
+from slot_expiration.cycle import BatchResult, CycleResult, NoBatchObserver
 
 
 class CycleHooks(Protocol):
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None: ...
+
+    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
+        """The worker's clock minus the database's, at the cycle's start."""
 
     def batch_started(self, run_id: UUID, number: int) -> None: ...
 
     def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
         """A batch's transaction committed (a cycle has one, or several when draining)."""
 
+    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
+        """Due rows left after the cycle's batches, even when one of them failed."""
+
     def cycle_completed(self, result: CycleResult) -> None: ...
 
     def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        """The cycle rolled back whole: an infrastructure error or an exhausted budget."""
+        """The batch in flight rolled back whole: an error, a refusal, or the budget spent."""
 
     def tick_skipped(self, skipped_ticks_total: int) -> None:
         """A tick came while a cycle was still running; it was dropped, not queued."""
@@ -36,6 +43,31 @@ class CycleHooks(Protocol):
     def loop_stopping(self, cycle_in_flight: bool) -> None: ...
 
     def loop_stopped(self) -> None: ...
+
+
+class NoHooks(NoBatchObserver):
+    """A sink that records nothing: the base of every sink."""
+
+    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
+        del run_id, as_of
+
+    def cycle_completed(self, result: CycleResult) -> None:
+        del result
+
+    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
+        del run_id, error, budget_exceeded
+
+    def tick_skipped(self, skipped_ticks_total: int) -> None:
+        del skipped_ticks_total
+
+    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
+        del interval_seconds, batch_size
+
+    def loop_stopping(self, cycle_in_flight: bool) -> None:
+        del cycle_in_flight
+
+    def loop_stopped(self) -> None:
+        pass
 
 
 class FanOutHooks:
@@ -48,6 +80,10 @@ class FanOutHooks:
         for sink in self._sinks:
             sink.cycle_started(run_id, as_of)
 
+    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
+        for sink in self._sinks:
+            sink.clock_compared(run_id, skew_seconds)
+
     def batch_started(self, run_id: UUID, number: int) -> None:
         for sink in self._sinks:
             sink.batch_started(run_id, number)
@@ -55,6 +91,10 @@ class FanOutHooks:
     def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
         for sink in self._sinks:
             sink.batch_completed(run_id, batch)
+
+    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
+        for sink in self._sinks:
+            sink.backlog_measured(run_id, backlog)
 
     def cycle_completed(self, result: CycleResult) -> None:
         for sink in self._sinks:

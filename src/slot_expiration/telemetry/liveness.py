@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import Any, Final
 from uuid import UUID
 
-from slot_expiration.cycle import BatchResult, CycleResult
+from slot_expiration.cycle import CycleResult
+from slot_expiration.telemetry.hooks import NoHooks
 
 # Room for a late wake-up, a slow connect or a slow rollback before the loop
 # counts as dead: the connect timeout of a worker session is 10 s too.
@@ -42,7 +43,7 @@ class LivenessReport:
         }
 
 
-class Liveness:
+class Liveness(NoHooks):
     """A CycleHooks sink that remembers the loop's last sign of life."""
 
     def __init__(
@@ -86,12 +87,6 @@ class Liveness:
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         self._beat()
         self._cycles[run_id] = self._last_tick
-
-    def batch_started(self, run_id: UUID, number: int) -> None:
-        del run_id, number
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        del run_id, batch
 
     def cycle_completed(self, result: CycleResult) -> None:
         self._cycles.pop(result.run_id, None)

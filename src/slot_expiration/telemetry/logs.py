@@ -10,8 +10,10 @@ from uuid import UUID
 
 import structlog
 
-from slot_expiration.cycle import BatchResult, CycleResult
+from slot_expiration.cycle import BatchResult, CycleResult, failure_kind, sqlstate_of
 from slot_expiration.options import LogFormat
+from slot_expiration.telemetry.hooks import NoHooks
+from slot_expiration.telemetry.reasons import FAILURE_REASONS
 from slot_expiration.telemetry.traces import add_trace_id
 
 
@@ -23,24 +25,35 @@ class Event:
     ITEM_FAILED: Final = "item.failed"
     CYCLE_COMPLETED: Final = "cycle.completed"
     CYCLE_FAILED: Final = "cycle.failed"
+    CLOCK_BEHIND: Final = "clock.behind"
     TICK_SKIPPED: Final = "tick.skipped"
     WORKER_STARTED: Final = "worker.started"
     WORKER_STOPPING: Final = "worker.stopping"
     WORKER_STOPPED: Final = "worker.stopped"
     ENDPOINT_SERVING: Final = "endpoint.serving"
+    UNKNOWN_VARIABLE: Final = "options.unknown_variable"
 
 
-class LogHooks:
+class LogHooks(NoHooks):
     """Writes one log event per fact; never one per expired slot."""
 
-    def __init__(self, logger: structlog.typing.FilteringBoundLogger | None = None) -> None:
+    def __init__(
+        self,
+        logger: structlog.typing.FilteringBoundLogger | None = None,
+        max_clock_skew_seconds: float = 30.0,
+    ) -> None:
         self._log = logger or structlog.get_logger("slot_expiration")
+        self._max_skew = max_clock_skew_seconds
 
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         self._log.info(Event.CYCLE_STARTED, run_id=str(run_id), as_of=as_of.isoformat())
 
-    def batch_started(self, run_id: UUID, number: int) -> None:
-        del run_id, number  # a batch is logged once, when it commits
+    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
+        # Ahead fails the cycle (cycle.failed says so); behind only delays expiry.
+        if skew_seconds < -self._max_skew:
+            self._log.warning(
+                Event.CLOCK_BEHIND, run_id=str(run_id), clock_skew_seconds=round(skew_seconds, 3)
+            )
 
     def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
         run = str(run_id)
@@ -69,14 +82,18 @@ class LogHooks:
             batches=result.batches,
             stop_reason=result.stop_reason.value,
             duration_ms=round(result.duration_ms, 3),
+            backlog=result.backlog,
+            clock_skew_seconds=_rounded(result.clock_skew_seconds),
         )
 
     def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        reason = "budget_exceeded" if budget_exceeded else "error"
+        kind = failure_kind(error, budget_exceeded=budget_exceeded)
         self._log.error(
             Event.CYCLE_FAILED,
             run_id=str(run_id),
-            reason=reason,
+            reason=FAILURE_REASONS[kind],
+            error_class=kind.value,
+            sqlstate=sqlstate_of(error),
             error_type=type(error).__name__,
             exception=str(error) or type(error).__name__,
         )
@@ -94,6 +111,10 @@ class LogHooks:
 
     def loop_stopped(self) -> None:
         self._log.info(Event.WORKER_STOPPED)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -1,7 +1,8 @@
 """Prometheus metrics: the spec's names and types, on a registry of the worker's own.
 
 Items are counted per batch as each batch commits, so a cycle that fails after
-some batches committed still counts what those did. Metrics carry no slot,
+some batches committed still counts what those did; the backlog is measured
+after every cycle, failed ones included. Metrics carry no slot,
 tenant or database detail: the only labels are `outcome` and the histogram's
 `le`.
 """
@@ -24,7 +25,8 @@ from prometheus_client import (
     generate_latest,
 )
 
-from slot_expiration.cycle import BatchResult, CycleResult
+from slot_expiration.cycle import BatchResult, CycleResult, FailureKind, failure_kind
+from slot_expiration.telemetry.hooks import NoHooks
 
 PREFIX: Final = "calendar_slot_expiration"
 # From 1 ms to the longest budget a cycle is likely given (60 s).
@@ -39,10 +41,21 @@ class Outcome:
     SUCCESS: Final = "success"
     FAILED: Final = "failed"
     BUDGET_EXCEEDED: Final = "budget_exceeded"
-    ALL: Final = (SUCCESS, FAILED, BUDGET_EXCEEDED)
+    MISCONFIGURED: Final = "misconfigured"
+    CLOCK_SKEW: Final = "clock_skew"
+    ALL: Final = (SUCCESS, FAILED, BUDGET_EXCEEDED, MISCONFIGURED, CLOCK_SKEW)
 
 
-class MetricsHooks:
+OUTCOMES: Final = {
+    FailureKind.TRANSIENT: Outcome.FAILED,
+    FailureKind.STOPPED: Outcome.FAILED,
+    FailureKind.BUDGET_EXCEEDED: Outcome.BUDGET_EXCEEDED,
+    FailureKind.MISCONFIGURED: Outcome.MISCONFIGURED,
+    FailureKind.CLOCK_SKEW: Outcome.CLOCK_SKEW,
+}
+
+
+class MetricsHooks(NoHooks):
     """A CycleHooks sink that keeps the worker's metrics up to date."""
 
     def __init__(
@@ -72,8 +85,8 @@ class MetricsHooks:
         )
         self.backlog = Gauge(
             f"{PREFIX}_backlog",
-            "Available slots with start_at <= now left after the last completed cycle "
-            "(counted up to 100000).",
+            "Available slots with start_at <= now left after the last cycle, completed or "
+            "failed (counted up to 100000).",
             registry=registry,
         )
         self.skip_locked = Counter(
@@ -96,6 +109,17 @@ class MetricsHooks:
         )
         for outcome in Outcome.ALL:
             self.cycles.labels(outcome=outcome)  # every outcome is exported from the start
+        self.misconfigured = Gauge(
+            f"{PREFIX}_misconfigured",
+            "1 while the last cycle failed on what only a person can fix (a login, a grant, "
+            "a table or column, the host's clock ahead of the database's), else 0.",
+            registry=registry,
+        )
+        self.clock_skew = Gauge(
+            f"{PREFIX}_clock_skew_seconds",
+            "The worker's clock minus the database's at the start of the last cycle.",
+            registry=registry,
+        )
         self.skipped_ticks = Counter(
             f"{PREFIX}_skipped_ticks",
             "Ticks dropped because the previous cycle was still running.",
@@ -110,39 +134,36 @@ class MetricsHooks:
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         self._cycle_started[run_id] = self._monotonic()
 
-    def batch_started(self, run_id: UUID, number: int) -> None:
-        del run_id, number
+    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
+        self.clock_skew.set(skew_seconds)
 
     def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
         self.items.inc(batch.expired_count)
         self.skip_locked.inc(batch.skipped_locked_count)
         self.errors.inc(batch.failed_count)
 
+    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
+        self.backlog.set(backlog)
+
     def cycle_completed(self, result: CycleResult) -> None:
         self._cycle_started.pop(result.run_id, None)
         self.cycle_duration.observe(result.duration_ms / 1000.0)
         self.cycles.labels(outcome=Outcome.SUCCESS).inc()
-        self.backlog.set(result.backlog)
+        self.misconfigured.set(0)
         self.last_success.set(self._wall_clock())
 
     def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
         started = self._cycle_started.pop(run_id, None)
         if started is not None:
             self.cycle_duration.observe(self._monotonic() - started)
-        outcome = Outcome.BUDGET_EXCEEDED if budget_exceeded else Outcome.FAILED
-        self.cycles.labels(outcome=outcome).inc()
+        kind = failure_kind(error, budget_exceeded=budget_exceeded)
+        self.cycles.labels(outcome=OUTCOMES[kind]).inc()
+        # A transient failure says nothing of the configuration either way.
+        if kind.needs_a_person:
+            self.misconfigured.set(1)
 
     def tick_skipped(self, skipped_ticks_total: int) -> None:
         self.skipped_ticks.inc()
-
-    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
-        del interval_seconds, batch_size
-
-    def loop_stopping(self, cycle_in_flight: bool) -> None:
-        del cycle_in_flight
-
-    def loop_stopped(self) -> None:
-        pass
 
 
 def exported_metric_names(registry: CollectorRegistry) -> set[str]:

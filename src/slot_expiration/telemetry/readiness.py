@@ -1,4 +1,5 @@
-"""Readiness: the database answers and its schema is at the newest migration."""
+"""Readiness: the database answers, its schema is at the newest migration, and the last
+cycle did not fail on what only a person can fix (a grant, a table, the clock)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
+from slot_expiration.cycle import CycleResult, failure_kind, sqlstate_of
 from slot_expiration.store.errors import SchemaMissingError, SlotStoreError
+from slot_expiration.telemetry.hooks import NoHooks
 
 SchemaRevision = Callable[[], Awaitable[str | None]]
 
@@ -28,8 +32,9 @@ class ReadinessReport:
         }
 
 
-class Readiness:
-    """Asks the database for its schema revision on each probe, one probe at a time.
+class Readiness(NoHooks):
+    """Asks the database for its schema revision on each probe, one probe at a time,
+    and remembers (as a hooks sink) whether the last cycle failed needing a person.
 
     `secrets` (the URL's passwords) are removed from any message it reports:
     the answer is served to whoever can reach the endpoint.
@@ -47,8 +52,22 @@ class Readiness:
         self._timeout = timeout_seconds
         self._secrets = tuple(secret for secret in secrets if secret)
         self._lock = asyncio.Lock()
+        self._needs_a_person: str | None = None
+
+    def cycle_completed(self, result: CycleResult) -> None:
+        self._needs_a_person = None
+
+    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
+        kind = failure_kind(error, budget_exceeded=budget_exceeded)
+        if kind.needs_a_person:
+            sqlstate = sqlstate_of(error)
+            code = f" (SQLSTATE {sqlstate})" if sqlstate else ""
+            self._needs_a_person = f"the last cycle failed, {kind.value}{code}: {error}"
+        # A transient failure leaves what was known of the configuration as it was.
 
     async def report(self) -> ReadinessReport:
+        if self._needs_a_person is not None:
+            return self._not_ready(self._scrub(self._needs_a_person), None)
         async with self._lock:
             return await self._check()
 

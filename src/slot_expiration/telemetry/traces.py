@@ -24,8 +24,9 @@ from uuid import UUID
 from opentelemetry import context, trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
-from slot_expiration.cycle import BatchResult, CycleResult
+from slot_expiration.cycle import BatchResult, CycleResult, failure_kind, sqlstate_of
 from slot_expiration.telemetry.hooks import CycleHooks
+from slot_expiration.telemetry.reasons import FAILURE_REASONS
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -71,6 +72,16 @@ class TraceHooks:
         self._cycles[run_id] = _Open(span, context.attach(trace.set_span_in_context(span)))
         self._inner.cycle_started(run_id, as_of)
 
+    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
+        self._inner.clock_compared(run_id, skew_seconds)
+        if (cycle := self._cycles.get(run_id)) is not None:
+            cycle.span.set_attribute("slot_expiration.clock_skew_seconds", skew_seconds)
+
+    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
+        self._inner.backlog_measured(run_id, backlog)
+        if (cycle := self._cycles.get(run_id)) is not None:
+            cycle.span.set_attribute("slot_expiration.backlog", backlog)
+
     def batch_started(self, run_id: UUID, number: int) -> None:
         cycle = self._cycles.get(run_id)
         parent = trace.set_span_in_context(cycle.span) if cycle is not None else None
@@ -103,7 +114,6 @@ class TraceHooks:
                 "slot_expiration.expired_count": result.expired_count,
                 "slot_expiration.skipped_locked_count": result.skipped_locked_count,
                 "slot_expiration.failed_count": result.failed_count,
-                "slot_expiration.backlog": result.backlog,
                 "slot_expiration.stop_reason": result.stop_reason.value,
             }
         )
@@ -119,10 +129,16 @@ class TraceHooks:
             self._inner.cycle_failed(run_id, error, budget_exceeded=budget_exceeded)
         if opened is None:
             return
-        reason = "budget_exceeded" if budget_exceeded else "error"
-        opened.span.set_attributes(
-            {"error.type": type(error).__name__, "slot_expiration.failure_reason": reason}
-        )
+        kind = failure_kind(error, budget_exceeded=budget_exceeded)
+        reason = FAILURE_REASONS[kind]
+        attributes: dict[str, str] = {
+            "error.type": type(error).__name__,
+            "slot_expiration.failure_reason": reason,
+            "slot_expiration.error_class": kind.value,
+        }
+        if (sqlstate := sqlstate_of(error)) is not None:
+            attributes["db.response.status_code"] = sqlstate
+        opened.span.set_attributes(attributes)
         # The type only: a driver's message may quote data or connection details.
         opened.span.set_status(Status(StatusCode.ERROR, f"{reason}: {type(error).__name__}"))
         _close(opened)

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from uuid import UUID
 
 from slot_expiration.cycle import (
+    BatchResult,
     CycleLimits,
     CycleResult,
+    CycleTally,
     ExpiryCycle,
     PoisonBackoff,
+    StopReason,
     StoreFactory,
+    misconfigured,
 )
 from slot_expiration.loop import (
+    CycleBudgetExceededError,
     IntervalTicker,
     LoopStats,
     LoopTiming,
@@ -23,56 +31,115 @@ from slot_expiration.loop import (
     observed_cycle,
     stop_on_signals,
 )
-from slot_expiration.options import WorkerOptions
-from slot_expiration.store import SchemaMissingError, SessionLimits, SlotStore
-from slot_expiration.telemetry import CycleHooks, LogHooks
+from slot_expiration.options import CycleOptions, WorkerOptions
+from slot_expiration.store import SlotStore, TransactionLimits
+from slot_expiration.telemetry import CycleHooks, FanOutHooks, LogHooks, NoHooks
 from slot_expiration.telemetry.traces import TraceHooks, tracing
 from slot_expiration.worker.observability import Observability, announce
 
 
-def session_limits(options: WorkerOptions) -> SessionLimits:
+def transaction_limits(options: CycleOptions) -> TransactionLimits:
     budget_ms = options.statement_timeout_ms
-    return SessionLimits(
+    return TransactionLimits(
         statement_timeout_ms=budget_ms,
-        idle_in_transaction_timeout_ms=budget_ms,
         lock_timeout_ms=options.lock_timeout_ms,
-        prepared_statements=options.prepared_statements,
+        idle_in_transaction_timeout_ms=budget_ms,
     )
 
 
-def cycle_limits(options: WorkerOptions) -> CycleLimits:
+def cycle_limits(options: CycleOptions) -> CycleLimits:
     return CycleLimits(
         batch_size=options.batch_size,
         max_batches=options.max_batches_per_cycle,
         batch_pause_seconds=options.batch_pause_seconds,
         backoff=PoisonBackoff(options.poison_backoff_seconds, options.poison_backoff_max_seconds),
+        max_clock_skew_seconds=options.max_clock_skew_seconds,
     )
 
 
-def store_factory(options: WorkerOptions) -> StoreFactory:
-    url, limits = options.require_database_url(), session_limits(options)
-    return lambda: SlotStore.connect(url, limits)
+def store_factory(options: CycleOptions) -> StoreFactory:
+    url, limits = options.require_database_url(), transaction_limits(options)
+    return lambda: SlotStore.connect(url, limits, prepare=options.prepared_statements)
 
 
-def build_cycle(options: WorkerOptions) -> ExpiryCycle:
+def build_cycle(options: CycleOptions) -> ExpiryCycle:
     return ExpiryCycle(store_factory(options), cycle_limits(options))
 
 
-async def check_ready(options: WorkerOptions) -> None:
-    """Fail fast on a wrong URL, a refused login or a missing schema."""
-    async with store_factory(options)() as store:
-        if not await store.schema_ready():
-            raise SchemaMissingError
+async def check_ready(options: CycleOptions) -> None:
+    """Fail fast on a wrong URL, a refused login, a missing schema or a missing grant:
+    MisconfiguredStoreError names every problem and the command that fixes it."""
+    async with store_factory(options)() as store, store.transaction():
+        preflight = await store.preflight()
+    if preflight.problems:
+        raise misconfigured(preflight)
+
+
+class CycleCutShortError(Exception):
+    """A cycle stopped before it finished; `partial` adds up what its committed batches
+    did (a drain may have committed many before the batch in flight rolled back)."""
+
+    def __init__(self, message: str, partial: CycleResult, *, interrupted: bool) -> None:
+        super().__init__(message)
+        self.partial = partial
+        self.interrupted = interrupted
+
+
+class _Committed(NoHooks):
+    """Adds up the batches a cycle committed, as they commit."""
+
+    def __init__(self) -> None:
+        self.tally: CycleTally | None = None
+
+    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
+        self.tally = CycleTally(run_id, as_of)
+
+    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
+        if self.tally is not None:
+            self.tally.add(batch)
+
+    def cut_short(self, failure: BaseException, started: float) -> CycleCutShortError | None:
+        """What to tell of a cycle that failed after committing something (None: nothing
+        committed, and the failure speaks for itself)."""
+        if self.tally is None:
+            return None
+        interrupted = isinstance(failure, asyncio.CancelledError)
+        if not interrupted and self.tally.batches == 0:
+            return None
+        reason = (
+            StopReason.INTERRUPTED
+            if interrupted
+            else StopReason.BUDGET_EXCEEDED
+            if isinstance(failure, CycleBudgetExceededError)
+            else StopReason.FAILED
+        )
+        partial = self.tally.result((time.monotonic() - started) * 1000.0, reason, backlog=None)
+        cause = "interrupted" if interrupted else str(failure)
+        message = f"{cause}: {self.tally.committed()}; the batch in flight was rolled back"
+        return CycleCutShortError(message, partial, interrupted=interrupted)
 
 
 async def run_once(
-    options: WorkerOptions, as_of: datetime, hooks: CycleHooks | None = None
+    options: CycleOptions, as_of: datetime, hooks: CycleHooks | None = None
 ) -> CycleResult:
-    """The `once` command: one cycle under the budget, logged like the loop's cycles."""
+    """The `once` command: one cycle under the budget, logged like the loop's cycles.
+
+    Cut short (a signal, the budget, an error after some batches of a drain
+    committed), it raises CycleCutShortError with what did commit.
+    """
     with cancel_on_signals(), tracing() as tracer:
         await check_ready(options)
-        traced = TraceHooks(hooks or LogHooks(), tracer)
-        return await observed_cycle(build_cycle(options), traced, options.max_cycle_seconds, as_of)
+        committed = _Committed()
+        sinks = [hooks or LogHooks(max_clock_skew_seconds=options.max_clock_skew_seconds)]
+        traced = TraceHooks(FanOutHooks([*sinks, committed]), tracer)
+        started = time.monotonic()
+        try:
+            cycle = build_cycle(options)
+            return await observed_cycle(cycle, traced, options.max_cycle_seconds, as_of)
+        except (asyncio.CancelledError, Exception) as failure:
+            if (cut := committed.cut_short(failure, started)) is not None:
+                raise cut from None
+            raise
 
 
 def build_loop(
@@ -104,7 +171,8 @@ async def run_worker(
     stop = stop or StopSignal()
     with tracing() as tracer, stop_on_signals(stop):
         observability = Observability.for_worker(options, tracer)
-        hooks = observability.hooks([LogHooks(), *extra_hooks])
+        logs = LogHooks(max_clock_skew_seconds=options.max_clock_skew_seconds)
+        hooks = observability.hooks([logs, *extra_hooks])
         # Listening first: a port already taken fails the start before anything else.
         async with observability.endpoint(options) as url:
             await check_ready(options)

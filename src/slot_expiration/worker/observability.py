@@ -12,6 +12,7 @@ from opentelemetry.trace import Tracer
 
 from slot_expiration.options import WorkerOptions, url_secrets
 from slot_expiration.store.schema_version import HEAD_REVISION
+from slot_expiration.store.session import ApplicationName
 from slot_expiration.store.status_store import StatusStore
 from slot_expiration.telemetry.endpoints import serving
 from slot_expiration.telemetry.hooks import CycleHooks, FanOutHooks
@@ -21,8 +22,6 @@ from slot_expiration.telemetry.metrics import MetricsHooks
 from slot_expiration.telemetry.readiness import Readiness
 from slot_expiration.telemetry.traces import TraceHooks
 
-# The readiness probe's sessions: never counted as worker sessions by `status`.
-PROBE_APPLICATION_NAME: Final = "slot-expiration-probe"
 PROBE_TIMEOUT_SECONDS: Final = 5.0
 
 Announce = Callable[[str], None]
@@ -32,7 +31,8 @@ def readiness_for(options: WorkerOptions) -> Readiness:
     url = options.require_database_url()
 
     async def schema_revision() -> str | None:
-        async with StatusStore.connect(url, PROBE_APPLICATION_NAME, PROBE_TIMEOUT_SECONDS) as store:
+        # The probe's sessions are never counted as worker sessions by `status`.
+        async with StatusStore.connect(url, ApplicationName.PROBE, PROBE_TIMEOUT_SECONDS) as store:
             return await store.schema_revision()
 
     return Readiness(schema_revision, HEAD_REVISION, PROBE_TIMEOUT_SECONDS, url_secrets(url))
@@ -57,8 +57,9 @@ class Observability:
         )
 
     def hooks(self, sinks: Sequence[CycleHooks]) -> CycleHooks:
-        """`sinks` plus metrics and liveness, all inside each cycle's span."""
-        return TraceHooks(FanOutHooks([*sinks, self.metrics, self.liveness]), self.tracer)
+        """`sinks` plus metrics, liveness and readiness, all inside each cycle's span."""
+        fan_out = FanOutHooks([*sinks, self.metrics, self.liveness, self.readiness])
+        return TraceHooks(fan_out, self.tracer)
 
     @asynccontextmanager
     async def endpoint(self, options: WorkerOptions) -> AsyncIterator[str | None]:

@@ -1,4 +1,4 @@
-"""The benchmark's repository: runs the named statements of bench.sql.
+"""The benchmark's repository: runs the named statements of bench.sql (beside it).
 
 It owns the benchmark's schema (`slot_expiration_bench`), loads and resets its
 table, runs the bare batch statement the worker is measured against, and reads
@@ -18,15 +18,21 @@ import psycopg
 from psycopg import sql
 
 from slot_expiration.store.errors import (
+    INSUFFICIENT_PRIVILEGE,
+    MisconfiguredStoreError,
     SlotStoreError,
-    StoreConnectError,
-    first_line,
     translate,
 )
-from slot_expiration.store.queries import query
+from slot_expiration.store.queries import load_package_queries, query
+from slot_expiration.store.session import ApplicationName, Session, SessionSettings
 
 BENCH_SCHEMA = "slot_expiration_bench"
-BENCH_APPLICATION_NAME = "slot-expiration-bench"
+
+
+def bench_query(name: str) -> LiteralString:
+    """A statement of bench.sql, or else the product's own of the same name (the
+    benchmark measures the worker's statements too)."""
+    return load_package_queries("slot_expiration.bench").get(name) or query(name)
 
 
 class BenchSchemaExistsError(SlotStoreError):
@@ -69,29 +75,20 @@ class TableStats:
 class BenchStore:
     """One autocommit session on the benchmark's database."""
 
-    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
-        self._conn = connection
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._conn = session.connection
         self.can_checkpoint = True  # until the server says this role may not
         self.checkpoints_run = 0
 
     @classmethod
     @asynccontextmanager
     async def connect(cls, database_url: str) -> AsyncIterator[Self]:
-        try:
-            # No server-side prepared statements, like the worker's sessions by default:
-            # the floor does not move with psycopg's own choice of when to prepare.
-            conn = await psycopg.AsyncConnection.connect(
-                database_url,
-                autocommit=True,
-                application_name=BENCH_APPLICATION_NAME,
-                prepare_threshold=None,
-            )
-        except psycopg.Error as exc:
-            raise StoreConnectError(first_line(exc)) from exc
-        try:
-            yield cls(conn)
-        finally:
-            await conn.close()
+        # No server-side prepared statements, like the worker's sessions by default:
+        # the floor does not move with psycopg's own choice of when to prepare.
+        settings = SessionSettings(ApplicationName.BENCH, autocommit=True)
+        async with Session.open(database_url, settings, bench_query) as session:
+            yield cls(session)
 
     # --- the schema -------------------------------------------------------------------
 
@@ -143,12 +140,12 @@ class BenchStore:
         """CHECKPOINT, if this role may (a superuser or pg_checkpoint); whether it ran."""
         if self.can_checkpoint:
             try:
-                await self._conn.execute(query("bench_checkpoint"))
+                await self._execute("bench_checkpoint")
                 self.checkpoints_run += 1
-            except psycopg.errors.InsufficientPrivilege:
+            except MisconfiguredStoreError as exc:
+                if exc.sqlstate != INSUFFICIENT_PRIVILEGE:
+                    raise
                 self.can_checkpoint = False
-            except psycopg.Error as exc:
-                raise translate(exc) from exc
         return self.can_checkpoint
 
     async def autovacuum(self, *, enabled: bool) -> None:
@@ -184,12 +181,13 @@ class BenchStore:
     async def worker_statement(self, as_of: datetime, now: datetime, batch_size: int) -> int:
         """The worker's own batch statement (expire_batch) sent alone, in autocommit: the
         same SQL as the worker's batch without its transaction around it. Rows expired."""
-        params = {"as_of": as_of, "now": now, "batch_size": batch_size}
+        params = {"as_of": as_of, "now": now, "batch_size": batch_size, "exclude_ids": []}
         return len((await self._fetch("expire_batch", params))[0][0])
 
     async def explain(self, name: str, params: dict[str, Any]) -> str:
         """The executed plan of a named statement, with buffers; its changes rolled back."""
-        statement = sql.SQL(query("bench_explain_prefix")) + sql.SQL(" ") + sql.SQL(query(name))
+        statement = sql.SQL(bench_query("bench_explain_prefix")) + sql.SQL(" ")
+        statement += sql.SQL(bench_query(name))
         try:
             async with self._conn.transaction(force_rollback=True):
                 cursor = await self._conn.execute(statement, params)
@@ -218,12 +216,9 @@ class BenchStore:
     @asynccontextmanager
     async def workers_gated(self) -> AsyncIterator[None]:
         """While inside, a worker's cycle waits at its first statement; all go on exit."""
-        try:
-            async with self._conn.transaction():
-                await self._conn.execute(query("bench_gate_workers"))
-                yield
-        except psycopg.Error as exc:
-            raise translate(exc) from exc
+        async with self._session.transaction():
+            await self._execute("bench_gate_workers")
+            yield
 
     async def workers_waiting(self) -> int:
         return int(await self._value("bench_workers_waiting"))
@@ -250,28 +245,19 @@ class BenchStore:
 
     # --- plumbing -----------------------------------------------------------------------
 
-    async def _execute(self, name: LiteralString, params: dict[str, Any] | None = None) -> None:
-        await self._rowcount(name, params)
+    async def _execute(self, name: str, params: dict[str, Any] | None = None) -> None:
+        await self._session.execute(name, params)
 
-    async def _rowcount(self, name: LiteralString, params: dict[str, Any] | None = None) -> int:
-        try:
-            cursor = await self._conn.execute(query(name), params)
-        except psycopg.Error as exc:
-            raise translate(exc) from exc
-        return cursor.rowcount
+    async def _rowcount(self, name: str, params: dict[str, Any] | None = None) -> int:
+        return await self._session.execute(name, params)
 
     async def _fetch(
-        self, name: LiteralString, params: dict[str, Any] | None = None
+        self, name: str, params: dict[str, Any] | None = None
     ) -> list[tuple[Any, ...]]:
-        try:
-            cursor = await self._conn.execute(query(name), params)
-            return await cursor.fetchall()
-        except psycopg.Error as exc:
-            raise translate(exc) from exc
+        return await self._session.rows(name, params)
 
-    async def _value(self, name: LiteralString, params: dict[str, Any] | None = None) -> Any:
-        rows = await self._fetch(name, params)
-        return rows[0][0]
+    async def _value(self, name: str, params: dict[str, Any] | None = None) -> Any:
+        return await self._session.value(name, params)
 
 
 # The booking that section d's load sends: the slot context's own book-slot
@@ -283,6 +269,6 @@ BOOKING_STATEMENT = "book_slot"
 def booking_statements() -> tuple[str, ...]:
     """The statements of one booking, in order (pick, BEGIN, book-slot, COMMIT)."""
     return tuple(
-        query(name)
+        bench_query(name)
         for name in ("bench_pick_booking", "bench_begin", BOOKING_STATEMENT, "bench_commit")
     )

@@ -1,7 +1,7 @@
 -- The statements of `slot-expiration bench`, by name: the bare batch statement
 -- the worker is measured against, the bulk load of a realistic table, and what
 -- the benchmark needs to set up, reset and inspect its own schema. Only
--- slot_expiration.store.bench_store runs them. The benchmark works in a schema
+-- slot_expiration.bench.store runs them. The benchmark works in a schema
 -- of its own (slot_expiration_bench, first on its connections' search path),
 -- never in the calendar's tables.
 

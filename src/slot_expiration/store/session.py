@@ -1,0 +1,272 @@
+"""Sessions on the calendar's database: the one place that connects, runs named
+statements, bounds transactions and translates the driver's errors (errors.py).
+
+Every repository of the store (the worker's, the quarantine's, the status
+views', the slot context's, the grants') runs on a Session; none touches
+psycopg's connection or errors itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Final, LiteralString, Self
+from uuid import UUID
+
+import psycopg
+from psycopg import sql
+
+from slot_expiration.store.errors import (
+    CommitInDoubtError,
+    SlotStoreError,
+    translate,
+    translate_connect,
+)
+from slot_expiration.store.queries import query
+
+Statements = Callable[[str], LiteralString]
+
+
+class ApplicationName:
+    """How each kind of session shows in pg_stat_activity; `status` counts only WORKER."""
+
+    WORKER: Final = "slot-expiration"
+    PROBE: Final = "slot-expiration-probe"
+    STATUS: Final = "slot-expiration-status"
+    SLOTS: Final = "slot-expiration-slots"
+    ADMIN: Final = "slot-expiration-admin"
+    BENCH: Final = "slot-expiration-bench"
+
+
+CONNECT_TIMEOUT_SECONDS: Final = 10
+# After a cancellation, how long COMMIT or ROLLBACK may still wait for the server's
+# answer. Past it (a dead network) the connection is closed: the server rolls the
+# transaction back, unless the COMMIT had already reached it.
+ANSWER_GRACE_SECONDS: Final = 3.0
+_PREPARE_AFTER: Final = 2  # executions of one statement on a connection before it is prepared
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionLimits:
+    """Server-side limits of each transaction, a backstop to the client's own budget:
+    if the process freezes mid-transaction, PostgreSQL ends the statement or the idle
+    transaction, so no lock outlives the budget. 0 means no limit."""
+
+    statement_timeout_ms: int
+    lock_timeout_ms: int
+    idle_in_transaction_timeout_ms: int = 0
+    read_only: bool = False
+
+    def parameters(self) -> dict[str, str]:
+        return {
+            "statement_timeout": str(self.statement_timeout_ms),
+            "idle_timeout": str(self.idle_in_transaction_timeout_ms),
+            "lock_timeout": str(self.lock_timeout_ms),
+        }
+
+    @property
+    def statement(self) -> str:
+        return "read_only_transaction_limits" if self.read_only else "transaction_limits"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """How to open a session. `prepare`: server-side prepared statements save planning
+    in long drains, but a pooler in transaction mode (pgbouncer before 1.21) hands the
+    next transaction to a server session that never saw them: off unless asked for."""
+
+    application_name: str
+    limits: TransactionLimits | None = None
+    connect_timeout_seconds: int = CONNECT_TIMEOUT_SECONDS
+    autocommit: bool = False
+    prepare: bool = False
+
+
+@dataclass(slots=True)
+class Transaction:
+    """What became of a transaction: `committed` once the server confirmed COMMIT."""
+
+    committed: bool = False
+
+
+async def run_to_completion(
+    step: Coroutine[Any, Any, None],
+    abort: Callable[[], Awaitable[None]],
+    in_doubt: BaseException | None = None,
+    grace_seconds: float = ANSWER_GRACE_SECONDS,
+) -> bool:
+    """Run COMMIT or ROLLBACK even if the caller is cancelled meanwhile.
+
+    Once sent, the outcome is decided by the server; abandoning the wait would
+    only hide it. But a cancelled caller waits at most `grace_seconds` more:
+    then `abort()` closes the connection and `in_doubt` is raised (for COMMIT,
+    whose outcome is then unknown), else the cancellation goes on.
+    Returns whether a cancellation arrived meanwhile: the caller must deliver it.
+    """
+    task = asyncio.ensure_future(step)
+    cancelled_at: float | None = None
+    loop = asyncio.get_running_loop()
+    while not task.done():
+        timeout = None if cancelled_at is None else cancelled_at + grace_seconds - loop.time()
+        if timeout is not None and timeout <= 0:
+            await abort()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise in_doubt or asyncio.CancelledError()
+        try:
+            await asyncio.wait({task}, timeout=timeout)
+        except asyncio.CancelledError:
+            cancelled_at = cancelled_at or loop.time()  # a second cancel does not restart it
+    task.result()  # the step's own error, if it failed
+    return cancelled_at is not None
+
+
+class Session:
+    """One connection: statements by name, bounded transactions, errors translated."""
+
+    def __init__(
+        self,
+        connection: psycopg.AsyncConnection[Any],
+        settings: SessionSettings,
+        statements: Statements = query,
+    ) -> None:
+        self.connection = connection
+        self._settings = settings
+        self._statements = statements
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, database_url: str, settings: SessionSettings, statements: Statements = query
+    ) -> AsyncIterator[Self]:
+        """A session for one cycle (or one command), closed at the end of the block."""
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                database_url,
+                application_name=settings.application_name,
+                connect_timeout=settings.connect_timeout_seconds,
+                autocommit=settings.autocommit,
+                prepare_threshold=_PREPARE_AFTER if settings.prepare else None,
+            )
+        except psycopg.Error as exc:
+            raise translate_connect(exc) from exc
+        try:
+            yield cls(conn, settings, statements)
+        finally:
+            await conn.close()
+
+    async def rows(self, name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        try:
+            cursor = await self.connection.execute(self._statements(name), params)
+            return await cursor.fetchall() if cursor.description is not None else []
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    async def row(self, name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...]:
+        """The one row a statement returns (an aggregate, say)."""
+        rows = await self.rows(name, params)
+        if len(rows) != 1:
+            raise SlotStoreError(f"statement {name} returned {len(rows)} rows, expected 1")
+        return rows[0]
+
+    async def value(self, name: str, params: dict[str, Any] | None = None) -> Any:
+        return (await self.row(name, params))[0]
+
+    async def execute(self, name: str, params: dict[str, Any] | None = None) -> int:
+        """Run a statement for its effect; returns the rows it touched."""
+        try:
+            cursor = await self.connection.execute(self._statements(name), params)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+        return cursor.rowcount
+
+    async def execute_many(self, name: str, params: Sequence[dict[str, Any]]) -> None:
+        try:
+            async with self.connection.cursor() as cursor:
+                await cursor.executemany(self._statements(name), params)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    async def execute_composed(self, statement: sql.Composed) -> None:
+        """A statement composed with psycopg.sql from a named template (GRANT, say)."""
+        try:
+            await self.connection.execute(statement)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    def template(self, name: str) -> sql.SQL:
+        """A named statement whose identifiers are filled in with psycopg.sql.format."""
+        return sql.SQL(self._statements(name))
+
+    def render(self, statement: sql.Composable) -> str:
+        return statement.as_string(self.connection)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Transaction]:
+        """One atomic unit, committed whole on success, rolled back whole otherwise.
+
+        It starts by setting the session's limits for itself. COMMIT and
+        ROLLBACK finish even if a cancellation arrives meanwhile (bounded, see
+        run_to_completion); that cancellation is delivered once they have.
+        """
+        outcome = Transaction()
+        try:
+            if self._settings.autocommit:
+                await self.execute("begin_transaction")
+            if (limits := self._settings.limits) is not None:
+                await self.rows(limits.statement, limits.parameters())
+            yield outcome
+        except BaseException as failure:
+            if await self._rollback_quietly():
+                raise asyncio.CancelledError from failure
+            raise
+        if await self._commit():
+            outcome.committed = True
+            raise asyncio.CancelledError
+        outcome.committed = True
+
+    @asynccontextmanager
+    async def savepoint(self, slot_id: UUID | None = None) -> AsyncIterator[None]:
+        """A nested unit inside the transaction: its failure undoes only its own work.
+
+        A row rejection inside it names `slot_id`, the row it was about.
+        """
+        try:
+            async with self.connection.transaction():
+                yield
+        except psycopg.Error as exc:
+            raise translate(exc, slot_id) from exc
+
+    async def _commit(self) -> bool:
+        """COMMIT; whether a cancellation arrived while it ran."""
+        doubt = CommitInDoubtError(
+            f"no answer to COMMIT within {ANSWER_GRACE_SECONDS:g} s of the cancellation: "
+            "the batch may or may not have committed"
+        )
+        try:
+            return await run_to_completion(self.connection.commit(), self.connection.close, doubt)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    async def _rollback_quietly(self) -> bool:
+        """ROLLBACK; whether a cancellation arrived while it ran. A broken connection
+        cannot roll back: closing it makes the server do it."""
+        try:
+            return await run_to_completion(self.connection.rollback(), self.connection.close)
+        except psycopg.Error:
+            await self.connection.close()
+            return False
+
+
+def connect_sync(database_url: str, application_name: str) -> psycopg.Connection[Any]:
+    """A blocking connection, for Alembic's engine (migrate); errors translated alike."""
+    try:
+        return psycopg.connect(
+            database_url,
+            application_name=application_name,
+            connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        )
+    except psycopg.Error as exc:
+        raise translate_connect(exc) from exc

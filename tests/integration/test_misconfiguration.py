@@ -1,0 +1,130 @@
+"""A misconfigured worker says so: a missing grant, column or table fails the cycle as
+misconfigured (before anything is locked), naming what is missing and the command that
+fixes it; the backlog is still measured; readiness turns 503; the loop recovers alone."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from uuid import uuid4
+
+import pytest
+from psycopg import sql
+
+from slot_expiration.cycle import CycleRun, FailureKind, failure_kind
+from slot_expiration.domain import SlotStatus
+from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.loop import StopSignal
+from slot_expiration.options import load_options
+from slot_expiration.store import ErrorFamily, MisconfiguredStoreError, SchemaMissingError
+from slot_expiration.store.privileges import GrantMode, grant_privileges
+from slot_expiration.telemetry import FanOutHooks
+from slot_expiration.worker import build_loop, check_ready
+from slot_expiration.worker.observability import readiness_for
+from tests.support.cycles import BatchLog, make_cycle, run_cycle
+from tests.support.database import SlotDatabase
+from tests.support.doubles import ManualTicker, RecordingHooks
+from tests.support.roles import PasswordRole, password_role
+from tests.support.slots import AS_OF, past_slots
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def role(pg_server: EmbeddedPostgres) -> Iterator[PasswordRole]:
+    with password_role(pg_server) as created:
+        yield created
+
+
+async def test_a_role_that_may_read_but_not_update_fails_misconfigured_naming_the_fix(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    slots = await db.insert(past_slots(4))
+    await grant_privileges(db.url, role.name, GrantMode.READ_ONLY)
+    log = BatchLog()
+    cycle = make_cycle(role.url_for(db.url))
+
+    with pytest.raises(MisconfiguredStoreError) as failed:
+        await cycle.run(_run(log))
+
+    message = str(failed.value)
+    assert message.startswith(f"role {role.name} cannot run a cycle: no UPDATE (status) on ")
+    assert "no INSERT on slot_expiration_failures" in message
+    assert message.endswith(f"run `slot-expiration grant --role {role.name}`")
+    assert (failed.value.sqlstate, failed.value.family) == ("42501", ErrorFamily.MISCONFIGURED)
+    assert failure_kind(failed.value, budget_exceeded=False) is FailureKind.MISCONFIGURED
+    assert log.batches == []  # refused before anything was locked
+    assert log.backlogs == [len(slots)]  # the backlog is still measured
+    assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
+
+
+async def test_the_same_check_refuses_to_start_the_worker(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await grant_privileges(db.url, role.name, GrantMode.READ_ONLY)
+
+    with pytest.raises(MisconfiguredStoreError, match="no UPDATE \\(version\\)"):
+        await check_ready(load_options(database_url=role.url_for(db.url)))
+
+
+@pytest.mark.parametrize(
+    ("change", "named", "sqlstate"),
+    [
+        ("ALTER TABLE availability_slots DROP COLUMN version",
+         "column availability_slots.version does not exist", "42703"),
+        ("DROP TABLE slot_expiration_failures",
+         "table slot_expiration_failures does not exist", "42P01"),
+    ],
+)  # fmt: skip
+async def test_a_dropped_column_or_table_fails_the_cycle_pointing_at_migrate(
+    db: SlotDatabase, change: str, named: str, sqlstate: str
+) -> None:
+    await db.insert(past_slots(3))
+    await db.execute(change)
+
+    with pytest.raises(SchemaMissingError) as failed:
+        await run_cycle(db.url)
+
+    assert named in str(failed.value)
+    assert "slot-expiration migrate" in str(failed.value)
+    assert failed.value.sqlstate == sqlstate
+
+
+async def test_grants_revoked_while_running_make_it_unready_and_it_recovers_alone(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await grant_privileges(db.url, role.name)
+    options = load_options(database_url=role.url_for(db.url), batch_size=50)
+    readiness = readiness_for(options)
+    hooks, ticker, stop = RecordingHooks(), ManualTicker(), StopSignal()
+    loop = build_loop(options, FanOutHooks([hooks, readiness]), ticker)
+    running = asyncio.create_task(loop.run(stop))
+    try:
+        await db.insert(past_slots(3))
+        revoke = sql.SQL("REVOKE UPDATE ON availability_slots FROM {}")
+        await db.execute(revoke.format(sql.Identifier(role.name)))
+        ticker.tick()
+        await hooks.next_outcome()
+        unready = await readiness.report()
+
+        await grant_privileges(db.url, role.name)
+        ticker.tick()
+        await hooks.next_outcome()
+        ready = await readiness.report()
+    finally:
+        stop.request()
+        stop.request()
+        await running
+
+    ((error, budget_exceeded),) = hooks.failed
+    assert failure_kind(error, budget_exceeded=budget_exceeded) is FailureKind.MISCONFIGURED
+    assert not unready.ready
+    assert "misconfigured (SQLSTATE 42501)" in unready.detail
+    assert "no UPDATE (status) on availability_slots" in unready.detail
+    assert hooks.backlogs[0] == 3  # measured while the cycle failed
+    assert hooks.completed[0].expired_count == 3
+    assert ready.ready, ready.detail
+
+
+def _run(log: BatchLog) -> CycleRun:
+    return CycleRun(run_id=uuid4(), as_of=AS_OF, observer=log)
