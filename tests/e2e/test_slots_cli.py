@@ -154,8 +154,9 @@ async def test_501_slots_from_a_file_exit_3_as_too_large_and_nothing_is_written(
         ),
         ("2020-01-01T10:00:00Z/2020-01-01T10:30:00Z", "CAL_SLOT_START_IN_PAST"),
         (span(24 * 91), "CAL_SLOT_BEYOND_HORIZON"),
+        (span(1, 111 * 24 * 60), "CAL_SLOT_TOO_LONG"),
     ],
-    ids=["end-before-start", "in-the-past", "beyond-90-days"],
+    ids=["end-before-start", "in-the-past", "beyond-90-days", "111-days-long"],
 )
 async def test_a_slot_breaking_a_publication_rule_exits_3_with_its_code(
     db: SlotDatabase, slot: str, code: str
