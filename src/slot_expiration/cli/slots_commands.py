@@ -98,7 +98,7 @@ def slots() -> None:
 @click.option("--slot", "slot_ranges", callback=as_slot_range, multiple=True, metavar="START/END",
               help="A slot as START/END, ISO-8601 (no offset: UTC); repeat for more.")  # fmt: skip
 @click.option("--from-file", "from_file", type=click.File("rb"),
-              help=f"A UTF-8 file of at most {MAX_FILE_BYTES // 1024} KiB, one START/END "
+              help=f"A UTF-8 file of at most {MAX_FILE_BYTES // 1024**2} MiB, one START/END "
                    "per line ('-' reads stdin).")  # fmt: skip
 @env_option("horizon_days", "A slot may start at most this many days ahead. [default: 90]", int)
 @database_url_option
