@@ -5,6 +5,7 @@ wrong usage, 1 when the database cannot be used."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -154,8 +155,9 @@ async def test_501_slots_from_a_file_exit_3_as_too_large_and_nothing_is_written(
         ),
         ("2020-01-01T10:00:00Z/2020-01-01T10:30:00Z", "CAL_SLOT_START_IN_PAST"),
         (span(24 * 91), "CAL_SLOT_BEYOND_HORIZON"),
+        (span(1, 111 * 24 * 60), "CAL_SLOT_TOO_LONG"),
     ],
-    ids=["end-before-start", "in-the-past", "beyond-90-days"],
+    ids=["end-before-start", "in-the-past", "beyond-90-days", "111-days-long"],
 )
 async def test_a_slot_breaking_a_publication_rule_exits_3_with_its_code(
     db: SlotDatabase, slot: str, code: str
@@ -415,6 +417,41 @@ async def test_a_malformed_line_in_the_file_is_a_usage_error_naming_the_line(
                        "--from-file", str(listing))  # fmt: skip
 
     assert_usage_error(done, "line 3")
+    assert await db.rows() == {}
+
+
+def not_utf8(tmp_path: Path) -> str:
+    listing = tmp_path / "latin1.txt"
+    listing.write_bytes(f"{span(1)}\n# consultation caf".encode() + b"\xe9\n")
+    return str(listing)
+
+
+def four_gib(tmp_path: Path) -> str:
+    listing = tmp_path / "huge.txt"
+    with listing.open("wb") as sparse:
+        sparse.truncate(4 * 1024**3)  # takes no disk space
+    return str(listing)
+
+
+@pytest.mark.parametrize(
+    ("path_of", "mention"),
+    [
+        (not_utf8, "line 2 is not UTF-8: byte 0xe9"),
+        (lambda _: "/dev/zero", "line 1 is longer than 4096 bytes"),
+        (four_gib, "is 4294967296 bytes, over the limit of 1048576 bytes"),
+    ],
+    ids=["not-utf8", "dev-zero", "4-GiB-file"],
+)
+async def test_a_file_that_is_not_utf8_or_too_large_exits_2_at_once_and_writes_nothing(
+    db: SlotDatabase, tmp_path: Path, path_of: Callable[[Path], str], mention: str
+) -> None:
+    # Before the limits: a traceback for the first, gigabytes of memory for the others.
+    done = await run_command("slots", "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
+                             "--from-file", path_of(tmp_path), "--database-url", db.url,
+                             timeout_seconds=10)  # fmt: skip
+
+    assert_usage_error(done, "--from-file", mention)
+    assert "Traceback" not in done.stderr
     assert await db.rows() == {}
 
 

@@ -17,6 +17,7 @@ from slot_expiration.slots import (
     SlotOperations,
     SlotOverlapError,
     SlotPolicy,
+    SlotTooLongError,
     StartNotInFutureError,
 )
 from tests.support.cycles import run_cycle
@@ -84,6 +85,20 @@ async def test_a_slot_that_does_not_end_after_its_start_is_refused_by_position(
     assert refused.value.code == "CAL_SLOT_INVALID_RANGE"
     assert [position for position, _ in refused.value.slots] == [2, 3]
     assert await db.rows() == {}
+
+
+async def test_a_slot_longer_than_24_hours_refuses_the_whole_batch_and_one_of_24_passes(
+    db: SlotDatabase,
+) -> None:
+    day = 24 * 60
+    async with operations(db.url) as ops:
+        with pytest.raises(SlotTooLongError) as refused:
+            await publish(ops, (120, 30), (day, day + 1 / 60), (300, 111 * day))
+        whole_day = await publish(ops, (day, day))
+
+    assert refused.value.code == "CAL_SLOT_TOO_LONG"
+    assert [position for position, _ in refused.value.slots] == [2, 3]
+    assert set(await db.rows()) == set(whole_day)
 
 
 async def test_a_slot_starting_now_or_before_is_refused(db: SlotDatabase) -> None:

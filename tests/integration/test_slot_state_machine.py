@@ -26,7 +26,7 @@ from hypothesis.stateful import (
 )
 
 from slot_expiration.domain import SlotRuleError, SlotStatus, is_terminal, require_transition
-from slot_expiration.slots import SlotOperations, SlotPolicy, SlotRange
+from slot_expiration.slots import MAX_SLOT_DURATION, SlotOperations, SlotPolicy, SlotRange
 from tests.support.cycles import run_cycle
 from tests.support.database import SlotDatabase
 from tests.support.slot_context import Clock
@@ -91,6 +91,7 @@ def expected_publish_code(batch: list[SlotRange], now: datetime, taken: list[Kno
     checks = [
         ("CAL_SLOT_BATCH_EMPTY", not batch),
         ("CAL_SLOT_INVALID_RANGE", any(r.end_at <= r.start_at for r in batch)),
+        ("CAL_SLOT_TOO_LONG", any(r.end_at - r.start_at > MAX_SLOT_DURATION for r in batch)),
         ("CAL_SLOT_START_IN_PAST", any(r.start_at <= now for r in batch)),
         ("CAL_SLOT_BEYOND_HORIZON", any(r.start_at > now + POLICY.horizon for r in batch)),
         ("CAL_SLOT_OVERLAP", any(a.overlaps(b) for a, b in pairs)),

@@ -23,6 +23,7 @@ from slot_expiration.domain import (
 from slot_expiration.slots import (
     BOOKABLE,
     MAX_BATCH_SLOTS,
+    MAX_SLOT_DURATION,
     OCCUPYING,
     RULE_ERRORS,
     BatchTooLargeError,
@@ -32,6 +33,7 @@ from slot_expiration.slots import (
     SlotNotAvailableError,
     SlotOverlapError,
     SlotRange,
+    SlotTooLongError,
     StartNotInFutureError,
 )
 from slot_expiration.slots.ranges import overlaps_with, overlaps_within
@@ -79,6 +81,56 @@ def test_every_slot_ending_at_or_before_its_start_is_named() -> None:
 
     assert [position for position, _ in refused.value.slots] == [2, 3]
     assert "#2 " in str(refused.value)
+
+
+def lasting(length: timedelta, minutes: int = 60) -> SlotRange:
+    start = NOW + timedelta(minutes=minutes)
+    return SlotRange(start, start + length)
+
+
+def test_a_slot_may_last_exactly_24_hours_and_not_a_second_more() -> None:
+    check_publication([lasting(MAX_SLOT_DURATION)], NOW, HORIZON)
+    with pytest.raises(SlotTooLongError) as refused:
+        check_publication([lasting(MAX_SLOT_DURATION + timedelta(seconds=1))], NOW, HORIZON)
+
+    assert timedelta(hours=24) == MAX_SLOT_DURATION
+    assert refused.value.code == "CAL_SLOT_TOO_LONG"
+    assert refused.value.longest == MAX_SLOT_DURATION
+    assert "at most 24 hours" in str(refused.value)
+
+
+lengths = st.one_of(
+    st.timedeltas(timedelta(microseconds=1), MAX_SLOT_DURATION),
+    st.timedeltas(MAX_SLOT_DURATION + timedelta(microseconds=1), timedelta(days=400)),
+)
+
+
+@given(st.lists(lengths, min_size=1, max_size=6))
+def test_exactly_the_slots_longer_than_the_maximum_are_named(
+    batch_lengths: list[timedelta],
+) -> None:
+    # 400 days apart, so no two slots overlap and only the lengths can break a rule.
+    starts = [60 + 60 * 24 * 400 * i for i in range(len(batch_lengths))]
+    batch = [lasting(length, start) for length, start in zip(batch_lengths, starts, strict=True)]
+    horizon = timedelta(minutes=starts[-1])
+    expected = [i for i, length in enumerate(batch_lengths, 1) if length > MAX_SLOT_DURATION]
+
+    if not expected:
+        check_publication(batch, NOW, horizon)
+        return
+    with pytest.raises(SlotTooLongError) as refused:
+        check_publication(batch, NOW, horizon)
+    assert [position for position, _ in refused.value.slots] == expected
+
+
+def test_the_range_is_checked_before_the_length_and_the_length_before_the_start() -> None:
+    inverted = SlotRange(NOW + timedelta(days=3), NOW + timedelta(days=2))
+    past_and_long = lasting(timedelta(days=111), minutes=-60)
+
+    with pytest.raises(InvalidRangeError):
+        check_publication([past_and_long, inverted], NOW, HORIZON)
+    with pytest.raises(SlotTooLongError):
+        check_publication([past_and_long], NOW, HORIZON)
 
 
 def test_a_slot_must_start_strictly_after_now() -> None:
@@ -204,6 +256,7 @@ def test_every_rule_error_has_its_own_stable_cal_slot_code() -> None:
         "CAL_SLOT_LEAD_TIME_VIOLATION",
         "CAL_SLOT_OVERLAP",
         "CAL_SLOT_BATCH_TOO_LARGE",
+        "CAL_SLOT_TOO_LONG",
         "CAL_SLOT_FORBIDDEN_TRANSITION",
     } <= set(codes)
 

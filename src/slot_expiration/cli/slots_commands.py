@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, TextIO, TypeVar
+from typing import Any, BinaryIO, TypeVar
 from uuid import UUID
 
 import click
@@ -18,7 +18,13 @@ import click
 from slot_expiration.cli.common import guarded, required_url, settings_from
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cli.option_flags import option
-from slot_expiration.cli.slot_input import as_cursor, as_moment, as_slot_range, read_ranges
+from slot_expiration.cli.slot_input import (
+    MAX_FILE_BYTES,
+    as_cursor,
+    as_moment,
+    as_slot_range,
+    read_ranges,
+)
 from slot_expiration.cli.slot_output import echo_page, echo_slot, echo_slots
 from slot_expiration.domain import SlotStatus
 from slot_expiration.slots import (
@@ -82,8 +88,9 @@ def slots() -> None:
               help="The consultant whose slots these are.")  # fmt: skip
 @click.option("--slot", "slot_ranges", callback=as_slot_range, multiple=True, metavar="START/END",
               help="A slot as START/END, ISO-8601 (no offset: UTC); repeat for more.")  # fmt: skip
-@click.option("--from-file", "from_file", type=click.File("r", encoding="utf-8"),
-              help="A file with one START/END per line ('-' reads stdin).")  # fmt: skip
+@click.option("--from-file", "from_file", type=click.File("rb"),
+              help=f"A UTF-8 file of at most {MAX_FILE_BYTES // 1024**2} MiB, one START/END "
+                   "per line ('-' reads stdin).")  # fmt: skip
 @option(SlotOptions, "horizon_days")
 @database_url_option
 @json_option
@@ -91,12 +98,12 @@ def publish(
     tenant_id: UUID,
     consultant_id: UUID,
     slot_ranges: tuple[SlotRange, ...],
-    from_file: TextIO | None,
+    from_file: BinaryIO | None,
     json_output: bool,
     **given: Any,
 ) -> None:
-    """Publish 1..500 slots for a consultant, all or nothing (no overlaps, within the
-    horizon, starting in the future)."""
+    """Publish 1..500 slots for a consultant, all or nothing (no overlaps, each at most
+    24 hours long, within the horizon, starting in the future)."""
     if bool(slot_ranges) == (from_file is not None):
         fail("give the slots with --slot START/END (repeatable) or --from-file PATH",
              ExitCode.USAGE)  # fmt: skip

@@ -12,12 +12,19 @@ from slot_expiration.slots.errors import (
     SlotNotAvailableError,
     SlotNotFoundError,
     SlotOverlapError,
+    SlotTooLongError,
     StartNotInFutureError,
 )
 from slot_expiration.slots.operations import SlotOperations
 from slot_expiration.slots.options import SlotOptions
 from slot_expiration.slots.ranges import OverlapConflict, SlotRange
-from slot_expiration.slots.rules import BOOKABLE, MAX_BATCH_SLOTS, OCCUPYING, SlotPolicy
+from slot_expiration.slots.rules import (
+    BOOKABLE,
+    MAX_BATCH_SLOTS,
+    MAX_SLOT_DURATION,
+    OCCUPYING,
+    SlotPolicy,
+)
 from slot_expiration.slots.views import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -32,6 +39,7 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MAX_BATCH_SLOTS",
     "MAX_PAGE_SIZE",
+    "MAX_SLOT_DURATION",
     "OCCUPYING",
     "RULE_ERRORS",
     "WORKING_VIEW",
@@ -54,6 +62,7 @@ __all__ = [
     "SlotPolicy",
     "SlotRange",
     "SlotRuleError",
+    "SlotTooLongError",
     "StartNotInFutureError",
     "TimeWindow",
 ]

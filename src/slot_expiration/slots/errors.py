@@ -83,6 +83,22 @@ class InvalidRangeError(SlotRuleError):
         self.slots = tuple(slots)
 
 
+class SlotTooLongError(SlotRuleError):
+    """Slots that last longer than one consultation window may."""
+
+    code: ClassVar[str] = "CAL_SLOT_TOO_LONG"
+
+    def __init__(self, slots: Sequence[tuple[int, SlotRange]], longest: timedelta) -> None:
+        super().__init__(f"a slot may last at most {_duration(longest)}: {_positions(slots)}")
+        self.slots = tuple(slots)
+        self.longest = longest
+
+
+def _duration(length: timedelta) -> str:
+    hours, seconds = divmod(int(length.total_seconds()), 3600)
+    return f"{hours} hours" if not seconds else f"{length}"
+
+
 class StartNotInFutureError(SlotRuleError):
     """Slots that do not start after the moment of publication."""
 
@@ -124,6 +140,7 @@ RULE_ERRORS: tuple[type[SlotRuleError], ...] = (
     EmptyBatchError,
     BatchTooLargeError,
     InvalidRangeError,
+    SlotTooLongError,
     StartNotInFutureError,
     BeyondHorizonError,
     SlotOverlapError,

@@ -71,7 +71,7 @@ class SlotOperations:
         """Publish the batch as Available slots, in its order; all or nothing.
 
         Raises EmptyBatchError, BatchTooLargeError, InvalidRangeError,
-        StartNotInFutureError, BeyondHorizonError or SlotOverlapError (naming
+        SlotTooLongError, StartNotInFutureError, BeyondHorizonError or SlotOverlapError (naming
         every conflicting pair, inside the batch or with the consultant's
         Available and Booked slots).
         """

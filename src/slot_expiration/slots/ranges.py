@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
 from slot_expiration.domain import Slot, SlotStatus
@@ -21,6 +21,10 @@ class SlotRange:
     def __post_init__(self) -> None:
         if self.start_at.tzinfo is None or self.end_at.tzinfo is None:
             raise ValueError("a slot's start and end must carry a time zone")
+
+    @property
+    def length(self) -> timedelta:
+        return self.end_at - self.start_at
 
     def overlaps(self, other: SlotRange) -> bool:
         """Half-open ranges: a slot ending at 10:00 does not overlap one starting at 10:00."""

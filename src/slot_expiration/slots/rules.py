@@ -14,12 +14,18 @@ from slot_expiration.slots.errors import (
     EmptyBatchError,
     InvalidRangeError,
     SlotOverlapError,
+    SlotTooLongError,
     StartNotInFutureError,
 )
 from slot_expiration.slots.ranges import SlotRange, overlaps_within
 
 MAX_BATCH_SLOTS: Final = 500
 """ADR-0064: one publication holds at most this many slots."""
+
+MAX_SLOT_DURATION: Final = timedelta(hours=24)
+"""A slot is one consultation window; one lasting more than a day is a typo in a date
+(an operator published a 111-day slot), and it would hide the consultant's whole
+calendar behind a single booking. Elapsed time: the ends are instants."""
 
 OCCUPYING: Final = frozenset({SlotStatus.AVAILABLE, SlotStatus.BOOKED})
 """INV-SLT-2: the statuses in which a slot takes its consultant's time. Expired and
@@ -45,9 +51,10 @@ class SlotPolicy:
 def check_publication(batch: Sequence[SlotRange], now: datetime, horizon: timedelta) -> None:
     """Raise the first rule the batch breaks, naming every slot that breaks it.
 
-    In order: the batch size (1..500), each range, starting after `now`,
-    starting within the horizon, then overlaps inside the batch. The overlaps
-    with slots already published need the database (see the operations).
+    In order: the batch size (1..500), each range, each length (at most
+    MAX_SLOT_DURATION), starting after `now`, starting within the horizon, then
+    overlaps inside the batch. The overlaps with slots already published need
+    the database (see the operations).
     """
     if not batch:
         raise EmptyBatchError
@@ -56,6 +63,8 @@ def check_publication(batch: Sequence[SlotRange], now: datetime, horizon: timede
     numbered = list(enumerate(batch, start=1))
     if inverted := [(i, slot) for i, slot in numbered if slot.end_at <= slot.start_at]:
         raise InvalidRangeError(inverted)
+    if too_long := [(i, slot) for i, slot in numbered if slot.length > MAX_SLOT_DURATION]:
+        raise SlotTooLongError(too_long, MAX_SLOT_DURATION)
     if early := [(i, slot) for i, slot in numbered if slot.start_at <= now]:
         raise StartNotInFutureError(early, now)
     latest_start = now + horizon
