@@ -22,6 +22,7 @@ from slot_expiration.cycle import CycleResult
 from slot_expiration.store.schema_version import upgrade
 from slot_expiration.telemetry import configure_logging
 from slot_expiration.worker import run_once, run_worker
+from slot_expiration.worker.open_files import raise_open_files_limit
 
 # An --as-of further ahead than this expires slots people can still book.
 FUTURE_AS_OF_TOLERANCE = timedelta(minutes=1)
@@ -93,6 +94,7 @@ def run(**given: Any) -> None:
     options = options_from(**given)
     required_url(options)
     configure_logging(options.log_format)
+    raise_open_files_limit()
     guarded(lambda: asyncio.run(run_worker(options)), options)
 
 
