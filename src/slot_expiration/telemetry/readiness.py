@@ -29,7 +29,9 @@ class ReadinessReport:
 
 
 class Readiness:
-    """Asks the database for its schema revision on each probe, one probe at a time.
+    """Asks the database for its schema revision on each probe, one probe at a time:
+    callers arriving while one runs share its answer, so a burst of /readyz requests
+    costs one database session and waits at most one timeout.
 
     `secrets` (the URL's passwords) are removed from any message it reports:
     the answer is served to whoever can reach the endpoint.
@@ -46,11 +48,13 @@ class Readiness:
         self._latest = latest_revision
         self._timeout = timeout_seconds
         self._secrets = tuple(secret for secret in secrets if secret)
-        self._lock = asyncio.Lock()
+        self._probe: asyncio.Task[ReadinessReport] | None = None
 
     async def report(self) -> ReadinessReport:
-        async with self._lock:
-            return await self._check()
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.get_running_loop().create_task(self._check())
+        # A caller cancelled (its client went away) leaves the probe to the others.
+        return await asyncio.shield(self._probe)
 
     async def _check(self) -> ReadinessReport:
         try:
