@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -31,6 +32,8 @@ LONG_IDLE = 60.0
 TEXT = "text/plain"
 # More than the kernel's socket buffers on both sides hold: its writer must wait for a reader.
 BIG = 32 * 1024 * 1024
+BURST = 256
+SYN_RETRY_SECONDS = 1.0  # Linux's first retransmission of an unanswered SYN
 
 
 class Pages:
@@ -193,6 +196,21 @@ async def test_when_every_connection_is_in_a_request_a_newcomer_is_turned_away()
 
         assert (await busy.answer()).status == 200
         busy.writer.close()
+
+
+async def test_a_burst_of_connects_waits_in_the_kernels_queue_not_in_syn_retries() -> None:
+    """Far more connects at once than asyncio accepts per wake-up all complete before the
+    first SYN retry (1 s): the listen queue is long, and a probe in a flood is not held up."""
+    loop = asyncio.get_running_loop()
+    socks = [socket.socket() for _ in range(BURST)]
+    for sock in socks:
+        sock.setblocking(False)
+    try:
+        async with served(Pages()) as server, asyncio.timeout(SYN_RETRY_SECONDS * 0.9):
+            await asyncio.gather(*(loop.sock_connect(s, ("127.0.0.1", server.port)) for s in socks))
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 async def test_a_malformed_request_is_answered_400_counted_closed_and_not_logged_as_error(

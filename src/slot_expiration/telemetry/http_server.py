@@ -13,14 +13,16 @@ file descriptor left for its database sessions):
 - a malformed request is answered 400 (431 for an oversized head), closed and counted
   through `on_bad_request`: never an ERROR line, at most a DEBUG one.
 
-The listening socket accepts at most `ACCEPT_BACKLOG` connections per wake-up (asyncio's
-batch is the listen backlog), and an evicted socket is closed within a few loop turns,
-so the server holds at most about MAX_CONNECTIONS + 4 x ACCEPT_BACKLOG sockets (128).
+asyncio accepts at most `ACCEPT_BATCH` connections per wake-up and an evicted socket is
+closed within a few loop turns, so the server holds at most about MAX_CONNECTIONS +
+4 x ACCEPT_BATCH sockets (128); up to `LISTEN_QUEUE` more wait in the kernel, costing
+no descriptor of ours.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
@@ -39,8 +41,11 @@ MAX_CONNECTIONS: Final = 64
 IDLE_TIMEOUT_SECONDS: Final = 10.0
 # Request line plus headers; ours are short paths and a scraper's few headers.
 MAX_REQUEST_HEAD_BYTES: Final = 8 * 1024
-# The kernel's queue of connections not yet accepted, and asyncio's accept batch.
-ACCEPT_BACKLOG: Final = 16
+# How many connections asyncio accepts per wake-up (its `backlog`): what bounds the
+# sockets accepted but not yet counted against the cap.
+ACCEPT_BATCH: Final = 16
+# Connections the kernel keeps waiting to be accepted; they hold no descriptor of ours.
+LISTEN_QUEUE: Final = 1024
 
 _log = structlog.get_logger("slot_expiration")
 
@@ -325,6 +330,19 @@ async def start_server(
     """Listen on host:port (OSError when it cannot) and answer each request with `handler`."""
     pool = _Pool(limits or Limits())
     server = await asyncio.get_running_loop().create_server(
-        lambda: _Connection(handler, pool, on_bad_request), host, port, backlog=ACCEPT_BACKLOG
+        lambda: _Connection(handler, pool, on_bad_request), host, port, backlog=ACCEPT_BATCH
     )
+    _lengthen_listen_queue(server)
     return HttpServer(server, pool)
+
+
+def _lengthen_listen_queue(server: asyncio.Server) -> None:
+    """asyncio listens with its accept batch as the kernel's queue: a burst of connects
+    beyond 16 would see SYNs dropped and retried a second later, probes included. Waiting
+    connections hold no descriptor of ours, so the queue can be long."""
+    for listening in server.sockets:
+        raw = socket.socket(fileno=listening.fileno())  # the same socket, not a copy
+        try:
+            raw.listen(LISTEN_QUEUE)
+        finally:
+            raw.detach()  # asyncio still owns it: do not close it with this object
