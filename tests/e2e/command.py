@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import json
 import os
+import resource
 import signal
 import sys
 import time
@@ -184,9 +185,24 @@ def _sigint_as_a_terminal_sends_it() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _child_setup(open_files: tuple[int, int] | None) -> Callable[[], None]:
+    """What the child does before exec: SIGINT as a terminal sends it, and optionally
+    a (soft, hard) limit on open files, as an operator's unit file would set it."""
+
+    def setup() -> None:
+        _sigint_as_a_terminal_sends_it()
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
+
+    return setup
+
+
 @asynccontextmanager
 async def started(
-    *args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    open_files: tuple[int, int] | None = None,
 ) -> AsyncIterator[Running]:
     """Start `slot-expiration <args>`; whatever happens, it does not outlive the block."""
     process = await asyncio.create_subprocess_exec(
@@ -197,7 +213,7 @@ async def started(
         stderr=asyncio.subprocess.PIPE,
         env=clean_env(env),
         cwd=cwd,
-        preexec_fn=_sigint_as_a_terminal_sends_it,
+        preexec_fn=_child_setup(open_files),
     )
     running = Running((PROGRAM.name, *args), process)
     try:
@@ -258,6 +274,20 @@ def parent_pid(pid: int) -> int | None:
         return None
     # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
     return int(stat.rpartition(")")[2].split()[1])
+
+
+def open_files_limit(pid: int) -> tuple[int, int]:
+    """(soft, hard) limit on open files of a running process, as /proc shows it."""
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    raise AssertionError(f"no open files limit for process {pid}")
+
+
+def open_descriptors(pid: int) -> int:
+    """How many file descriptors a running process holds."""
+    return len(list(Path(f"/proc/{pid}/fd").iterdir()))
 
 
 def all_pids() -> list[int]:

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import socket
+import time
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
 
 from slot_expiration.store.migrate import head_revision
-from tests.e2e.command import PASSWORD, eventually, run_command, started
+from tests.e2e.command import (
+    PASSWORD,
+    Running,
+    eventually,
+    open_descriptors,
+    open_files_limit,
+    run_command,
+    started,
+)
 from tests.e2e.endpoint import endpoint_url, get, get_json, sample
 from tests.support.database import SlotDatabase
 from tests.support.promtool import promtool
@@ -20,6 +31,12 @@ pytestmark = pytest.mark.e2e
 
 P = "calendar_slot_expiration"
 FAST = ("--interval-seconds", "1", "--batch-size", "2")
+# The abuse test: a worker allowed few files, and more idle connections than that.
+FD_LIMIT = 256
+IDLE_CONNECTIONS = 2 * FD_LIMIT
+CONNECT_WAVE = 32
+WAVE_TIMEOUT_SECONDS = 10.0
+GARBAGE_REQUESTS = 5
 
 
 async def test_run_serves_its_metrics_health_and_readiness_while_it_polls(
@@ -150,3 +167,91 @@ async def test_the_default_address_is_loopback_port_9464_as_help_shows(secret_ur
 
     assert "[default: 127.0.0.1:9464]" in " ".join(done.stdout.split())
     assert "SLOT_EXPIRATION_METRICS_ADDR" in done.stdout
+
+
+def _cycles_completed(worker: Running) -> int:
+    return sum('"event": "cycle.completed"' in line for line in worker.stderr_lines)
+
+
+async def _open_idle(port: int, count: int, worker: Running) -> tuple[list[socket.socket], int]:
+    """`count` connections to the worker's port that never send a byte, opened in waves;
+    returns them and the most descriptors the worker held meanwhile."""
+    loop = asyncio.get_running_loop()
+    held: list[socket.socket] = []
+    peak = 0
+    for _ in range(0, count, CONNECT_WAVE):
+        wave = [socket.socket() for _ in range(CONNECT_WAVE)]
+        for sock in wave:
+            sock.setblocking(False)
+        held += wave
+        try:
+            async with asyncio.timeout(WAVE_TIMEOUT_SECONDS):
+                await asyncio.gather(*(loop.sock_connect(s, ("127.0.0.1", port)) for s in wave))
+        except TimeoutError:
+            for sock in held:
+                sock.close()
+            raise AssertionError(
+                f"the worker stopped accepting after {len(held) - len(wave)} connections "
+                f"(holding {open_descriptors(worker.pid)} fds): {worker.describe()}"
+            ) from None
+        peak = max(peak, open_descriptors(worker.pid))
+    return held, peak
+
+
+async def _send_garbage(port: int) -> None:
+    """A malformed request, read to the server's close."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"\x16\x03\x01 not http\r\n\r\n")
+    async with asyncio.timeout(10):
+        assert (await reader.read()).startswith(b"HTTP/1.1 400 ")
+    writer.close()
+
+
+async def test_more_idle_connections_than_its_fd_limit_leave_cycles_completing_and_healthz_200(
+    secret_url: str,
+) -> None:
+    limit = (FD_LIMIT, FD_LIMIT)
+    async with started("run", *FAST, "--database-url", secret_url, open_files=limit) as worker:
+        url = await endpoint_url(worker)
+        port = urlsplit(url).port
+        assert port is not None
+        held, peak = await _open_idle(port, IDLE_CONNECTIONS, worker)
+        try:
+            before = _cycles_completed(worker)
+            asked = time.monotonic()
+            health = await get_json(f"{url}/healthz")
+            health_seconds = time.monotonic() - asked
+            await worker.until(lambda: _cycles_completed(worker) >= before + 3, "3 more cycles")
+            for _ in range(GARBAGE_REQUESTS):
+                await _send_garbage(port)
+            status, metrics = await get(f"{url}/metrics")
+            peak = max(peak, open_descriptors(worker.pid))
+            seen_limit = open_files_limit(worker.pid)
+        finally:
+            for sock in held:
+                sock.close()
+        worker.send_signal(signal.SIGTERM)
+        done = await worker.wait()
+
+    print(  # the numbers for the record (pytest -s)
+        f"{IDLE_CONNECTIONS} idle connections, fd limit {FD_LIMIT}, peak {peak} fds held, "
+        f"{_cycles_completed(worker) - before} cycles completed meanwhile, "
+        f"/healthz in {health_seconds * 1000:.1f} ms"
+    )
+    assert done.returncode == 0, done.describe()
+    assert seen_limit == limit
+    assert peak < FD_LIMIT
+    assert health == (200, {**health[1], "live": True, "status": "ok"})
+    assert status == 200
+    assert sample(metrics, f"{P}_http_bad_requests_total") == GARBAGE_REQUESTS
+    assert sample(metrics, f"{P}_cycles_total", outcome="failed") == 0
+    levels = {str(event.get("level")) for event in done.log_events()}
+    assert levels <= {"info"}, done.describe()  # no error (nor asyncio's accept() one)
+
+
+async def test_run_raises_its_soft_open_files_limit_to_the_hard_limit(secret_url: str) -> None:
+    async with started("run", *FAST, "--database-url", secret_url, open_files=(256, 512)) as worker:
+        await endpoint_url(worker)
+        seen = open_files_limit(worker.pid)
+
+    assert seen == (512, 512)

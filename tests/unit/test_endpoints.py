@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import gzip
+import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import aiohttp
 import pytest
-from prometheus_client import CONTENT_TYPE_LATEST
+from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+from structlog.testing import capture_logs
 
 from slot_expiration.options.listen_address import ListenAddress
 from slot_expiration.telemetry.endpoints import EndpointError, serving
 from slot_expiration.telemetry.liveness import LivenessReport
+from slot_expiration.telemetry.metrics import PREFIX, MetricsHooks
 from slot_expiration.telemetry.readiness import ReadinessReport
+from tests.support.wire import WireClient
 
 LIVE = LivenessReport(True, "ok", "ticking", 1.0, None)
 DEAD = LivenessReport(False, "not_ticking", "no tick for 400.0 s", 400.0, None)
@@ -22,15 +29,28 @@ NOT_READY = ReadinessReport(False, "the schema is missing", None, "0002")
 ANY_PORT = ListenAddress("127.0.0.1", 0)
 
 
+def _registry() -> CollectorRegistry:
+    registry = CollectorRegistry()
+    Gauge("up", "Whether the worker is up.", registry=registry).set(1)
+    return registry
+
+
 @asynccontextmanager
 async def _served(
-    live: LivenessReport = LIVE, ready: ReadinessReport = READY, address: ListenAddress = ANY_PORT
+    live: LivenessReport = LIVE,
+    ready: ReadinessReport = READY,
+    address: ListenAddress = ANY_PORT,
+    registry: CollectorRegistry | None = None,
 ) -> AsyncIterator[str]:
     async def readiness() -> ReadinessReport:
         return ready
 
-    async with serving(address, lambda: b"up 1\n", lambda: live, readiness) as url:
+    async with serving(address, registry or _registry(), lambda: live, readiness) as url:
         yield url
+
+
+def _port(url: str) -> int:
+    return int(url.rpartition(":")[2])
 
 
 async def _get(url: str) -> tuple[int, str, str]:
@@ -43,8 +63,71 @@ async def test_metrics_are_served_in_the_prometheus_text_format() -> None:
         status, content_type, body = await _get(f"{url}/metrics")
 
     assert status == 200
-    assert content_type == CONTENT_TYPE_LATEST  # the format generate_latest writes
-    assert body == "up 1\n"
+    assert content_type == CONTENT_TYPE_PLAIN_0_0_4  # what prometheus_client sends by default
+    assert body == "# HELP up Whether the worker is up.\n# TYPE up gauge\nup 1.0\n"
+
+
+async def test_openmetrics_is_served_when_the_scraper_accepts_it() -> None:
+    accept = "application/openmetrics-text; version=1.0.0"
+    async with _served() as url, await WireClient.connect(_port(url)) as client:
+        answer = await client.get("/metrics", accept=accept)
+
+    assert answer.status == 200
+    assert answer.headers["content-type"].startswith(f"{accept}; charset=utf-8")
+    text = answer.body.decode()
+    assert text.endswith("# EOF\n")
+    # The OpenMetrics parser accepts it (the parser is unannotated upstream).
+    (family,) = text_string_to_metric_families(text)  # type: ignore[no-untyped-call]
+    assert family.samples[0].value == 1.0
+
+
+async def test_metrics_are_gzipped_when_the_scraper_accepts_gzip() -> None:
+    async with _served() as url, await WireClient.connect(_port(url)) as client:
+        zipped = await client.get("/metrics", accept_encoding="gzip")
+        plain = await client.get("/metrics")
+
+    assert zipped.headers["content-encoding"] == "gzip"
+    assert gzip.decompress(zipped.body) == plain.body
+    assert "content-encoding" not in plain.headers
+
+
+async def test_a_malformed_request_is_counted_in_the_metrics_and_logged_at_most_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    hooks = MetricsHooks()
+    caplog.set_level(logging.DEBUG)
+
+    async def readiness() -> ReadinessReport:
+        return READY
+
+    with capture_logs() as logs:
+        async with serving(
+            ANY_PORT,
+            hooks.registry,
+            lambda: LIVE,
+            readiness,
+            on_bad_request=hooks.http_bad_requests.inc,
+        ) as url:
+            async with await WireClient.connect(_port(url)) as client:
+                await client.send(b"\x16\x03\x01 a TLS hello, say\r\n\r\n")
+                answer = await client.raw_answer()
+            _, _, body = await _get(f"{url}/metrics")
+
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert f"{PREFIX}_http_bad_requests_total 1.0" in body
+    assert {log["log_level"] for log in logs} <= {"debug"}, logs
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_a_post_is_405() -> None:
+    async with (
+        _served() as url,
+        aiohttp.ClientSession() as session,
+        session.post(f"{url}/metrics") as response,
+    ):
+        status, allow = response.status, response.headers["Allow"]
+
+    assert (status, allow) == (405, "GET, HEAD")
 
 
 @pytest.mark.parametrize(("report", "code"), [(LIVE, 200), (DEAD, 503)])

@@ -44,9 +44,11 @@ def test_every_metric_has_the_name_and_type_the_spec_and_the_issue_give() -> Non
         f"{P}_skipped_ticks": "counter",
         f"{P}_misconfigured": "gauge",
         f"{P}_clock_skew_seconds": "gauge",
+        f"{P}_http_bad_requests": "counter",
     }
     exposed = hooks.exposition().decode()
-    for sample in ("items_total", "skip_locked_total", "errors_total", "cycles_total"):
+    samples = ("items_total", "skip_locked_total", "errors_total", "cycles_total")
+    for sample in (*samples, "http_bad_requests_total"):
         assert f"\n{P}_{sample}" in exposed
 
 

@@ -74,3 +74,24 @@ async def test_a_database_that_does_not_answer_in_time_is_not_ready() -> None:
 
     assert not report.ready
     assert report.detail == "the database did not answer within 0.01 s"
+
+
+async def test_probes_asked_while_one_runs_share_its_answer_and_one_database_session() -> None:
+    probing, gate, asked = asyncio.Event(), asyncio.Event(), []
+
+    async def schema_revision() -> str | None:
+        asked.append(1)
+        probing.set()
+        await gate.wait()
+        return LATEST
+
+    readiness = Readiness(schema_revision, LATEST)
+    burst = [asyncio.create_task(readiness.report()) for _ in range(10)]
+    await probing.wait()  # all ten have asked: the probe started after them
+    burst[0].cancel()  # one client gone: the others still get the answer
+    gate.set()
+    reports = await asyncio.gather(*burst[1:])
+    later = await readiness.report()
+
+    assert len(asked) == 2  # the burst's probe, then a new one for the later request
+    assert all(report.ready for report in [*reports, later])

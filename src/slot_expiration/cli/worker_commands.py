@@ -18,6 +18,7 @@ from slot_expiration.options import CycleOptions, DatabaseOptions, WorkerOptions
 from slot_expiration.store.schema_version import upgrade
 from slot_expiration.telemetry import configure_logging
 from slot_expiration.worker import CycleCutShortError, run_once, run_worker
+from slot_expiration.worker.open_files import raise_open_files_limit
 
 # An --as-of further ahead than this expires slots people can still book.
 FUTURE_AS_OF_TOLERANCE = timedelta(minutes=1)
@@ -100,6 +101,7 @@ def run(**given: Any) -> None:
     required_url(settings)
     configure_logging(settings.log_format)
     log_unknown_variables()
+    raise_open_files_limit()
     guarded(lambda: asyncio.run(run_worker(settings)), settings)
 
 

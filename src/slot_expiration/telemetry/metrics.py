@@ -125,6 +125,12 @@ class MetricsHooks(NoHooks):
             "Ticks dropped because the previous cycle was still running.",
             registry=registry,
         )
+        self.http_bad_requests = Counter(
+            f"{PREFIX}_http_bad_requests",
+            "Malformed HTTP requests to the endpoint, answered 400 (431 for an oversized head) "
+            "and closed.",
+            registry=registry,
+        )
         ProcessCollector(registry=registry)
 
     def exposition(self) -> bytes:

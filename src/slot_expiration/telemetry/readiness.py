@@ -33,8 +33,10 @@ class ReadinessReport:
 
 
 class Readiness(NoHooks):
-    """Asks the database for its schema revision on each probe, one probe at a time,
-    and remembers (as a hooks sink) whether the last cycle failed needing a person.
+    """Asks the database for its schema revision on each probe, one probe at a time:
+    callers arriving while one runs share its answer, so a burst of /readyz requests
+    costs one database session and waits at most one timeout. As a hooks sink it
+    remembers whether the last cycle failed on what only a person can fix.
 
     `secrets` (the URL's passwords) are removed from any message it reports:
     the answer is served to whoever can reach the endpoint.
@@ -51,7 +53,7 @@ class Readiness(NoHooks):
         self._latest = latest_revision
         self._timeout = timeout_seconds
         self._secrets = tuple(secret for secret in secrets if secret)
-        self._lock = asyncio.Lock()
+        self._probe: asyncio.Task[ReadinessReport] | None = None
         self._needs_a_person: str | None = None
 
     def cycle_completed(self, result: CycleResult) -> None:
@@ -68,8 +70,10 @@ class Readiness(NoHooks):
     async def report(self) -> ReadinessReport:
         if self._needs_a_person is not None:
             return self._not_ready(self._scrub(self._needs_a_person), None)
-        async with self._lock:
-            return await self._check()
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.get_running_loop().create_task(self._check())
+        # A caller cancelled (its client went away) leaves the probe to the others.
+        return await asyncio.shield(self._probe)
 
     async def _check(self) -> ReadinessReport:
         try:

@@ -70,7 +70,11 @@ class Observability:
             yield None
             return
         async with serving(
-            address, self.metrics.exposition, self.liveness.report, self.readiness.report
+            address,
+            self.metrics.registry,
+            self.liveness.report,
+            self.readiness.report,
+            on_bad_request=self.metrics.http_bad_requests.inc,
         ) as url:
             yield url
 
