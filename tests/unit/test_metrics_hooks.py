@@ -40,6 +40,7 @@ def test_every_metric_has_the_name_and_type_the_spec_and_the_issue_give() -> Non
         f"{P}_last_success_timestamp_seconds": "gauge",
         f"{P}_cycles": "counter",
         f"{P}_skipped_ticks": "counter",
+        f"{P}_build_info": "gauge",
     }
     exposed = hooks.exposition().decode()
     for sample in ("items_total", "skip_locked_total", "errors_total", "cycles_total"):
