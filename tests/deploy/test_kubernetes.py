@@ -51,7 +51,9 @@ Manifest = dict[str, Any]
 
 def _kubectl_kustomize(directory: Path) -> subprocess.CompletedProcess[str]:
     kubectl = shutil.which("kubectl")
-    assert kubectl is not None, "kubectl is missing"
+    # kubectl (with kustomize v5) comes with this kind of machine; Debian's kubernetes-client
+    # is too old for these kustomizations.
+    assert kubectl is not None, "kubectl is missing: install kubectl 1.27 or newer"
     return subprocess.run(
         [kubectl, "kustomize", str(directory)],
         capture_output=True,
