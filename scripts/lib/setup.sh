@@ -1,5 +1,5 @@
-# Shared by scripts/demo and scripts/test: install what this project needs on a fresh
-# Debian machine (PostgreSQL server binaries, a virtual environment, the package).
+# Shared by scripts/demo, scripts/test and scripts/lock: install what this project needs on a fresh
+# Debian machine (PostgreSQL server binaries, a virtual environment from the lock files, the package).
 
 PG_PACKAGE="postgresql"
 
@@ -32,13 +32,15 @@ ensure_postgres() {
 }
 
 # Real tools the test suite checks the product against: promtool and a Prometheus
-# server (metrics, alert rules), pgbouncer (a pooler in transaction mode).
-TEST_TOOLS_PACKAGES="prometheus pgbouncer"
+# server (metrics, alert rules), pgbouncer (a pooler in transaction mode), systemd-analyze
+# (the systemd unit of the deploy kit).
+TEST_TOOLS_PACKAGES="prometheus pgbouncer systemd"
 
 ensure_test_tools() {
     local missing=""
     command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || missing="prometheus"
     command -v pgbouncer >/dev/null 2>&1 || missing="$missing pgbouncer"
+    command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
     [ -z "$missing" ] && return 0
     echo "setup: installing test tools (apt-get install $TEST_TOOLS_PACKAGES)" >&2
     as_root apt-get update -qq
@@ -49,23 +51,66 @@ ensure_test_tools() {
     as_root rm -f /usr/sbin/policy-rc.d
 }
 
-ensure_venv() {  # $1: what to install, e.g. "." or ".[dev]"
-    local python="${PYTHON:-python3}" stamp=".venv/.installed"
-    local want
-    want="$1 $(sha256sum < pyproject.toml | cut -c1-16)"
-    if [ ! -x .venv/bin/python ]; then
-        "$python" -m venv .venv 2>/dev/null || {
-            as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-            "$python" -m venv .venv
-        }
-    fi
-    local have
+# The lock files (./scripts/lock writes them): every package pinned and hashed. ensure_venv
+# installs from them only, so every machine gets the same versions of everything.
+BUILD_LOCK="requirements/build.txt"
+
+lock_for() {  # $1: "." or ".[dev]"
+    case "$1" in
+        ".") echo "requirements/runtime.txt" ;;
+        ".[dev]") echo "requirements/dev.txt" ;;
+        *) echo "setup: ensure_venv takes . or .[dev], not $1" >&2; return 2 ;;
+    esac
+}
+
+install_stamp() {  # $1: "." or ".[dev]": what was installed, from which sources
+    local lock
+    lock="$(lock_for "$1")" || return
+    echo "$1 $(cat pyproject.toml "$BUILD_LOCK" "$lock" | sha256sum | cut -c1-16)"
+}
+
+new_venv() {
+    local python="${PYTHON:-python3}"
+    rm -rf "$1"
+    "$python" -m venv "$1" 2>/dev/null || {
+        as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+        "$python" -m venv "$1"
+    }
+}
+
+ensure_venv() {  # $1: what to install: "." (the package) or ".[dev]" (with the dev extra)
+    local stamp=".venv/.installed" lock want have
+    lock="$(lock_for "$1")" || return
+    want="$(install_stamp "$1")"
     have="$(cat "$stamp" 2>/dev/null || true)"
     # The development install holds everything the plain one does.
-    if [ "$have" != "$want" ] && [ "$have" != "${want/#. /.[dev] }" ]; then
-        echo "setup: installing the package into .venv ($1)" >&2
-        .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-        .venv/bin/python -m pip install -q -e "$1"
-        echo "$want" > "$stamp"
+    if [ "$have" = "$want" ] || { [ "$1" = "." ] && [ "$have" = "$(install_stamp ".[dev]")" ]; }; then
+        return 0
     fi
+    echo "setup: installing the package into a new .venv from $lock" >&2
+    # A new environment each time: nothing is left over from an older lock.
+    new_venv .venv
+    .venv/bin/python -m pip install -q --require-hashes -r "$BUILD_LOCK"
+    .venv/bin/python -m pip install -q --require-hashes -r "$lock"
+    # Everything it needs is installed already: the package itself adds nothing unlocked.
+    .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+    if ! .venv/bin/python -m pip check >/dev/null 2>&1; then
+        .venv/bin/python -m pip check >&2 || true
+        echo "setup: $lock no longer satisfies pyproject.toml: run ./scripts/lock" >&2
+        return 1
+    fi
+    echo "$want" > "$stamp"
+}
+
+build_requirements() {  # pyproject's [build-system] requires, one a line
+    "${PYTHON:-python3}" -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")'
+}
+
+ensure_uv() {  # prints the path of uv (for ./scripts/lock), installed into .venv-uv/ when missing
+    if [ ! -x .venv-uv/bin/uv ]; then
+        echo "setup: installing uv into .venv-uv (pip install uv)" >&2
+        new_venv .venv-uv >&2
+        .venv-uv/bin/python -m pip install -q "uv>=0.5,<1" >&2
+    fi
+    echo ".venv-uv/bin/uv"
 }

@@ -45,6 +45,7 @@ def test_every_metric_has_the_name_and_type_the_spec_and_the_issue_give() -> Non
         f"{P}_misconfigured": "gauge",
         f"{P}_clock_skew_seconds": "gauge",
         f"{P}_http_bad_requests": "counter",
+        f"{P}_build_info": "gauge",
     }
     exposed = hooks.exposition().decode()
     samples = ("items_total", "skip_locked_total", "errors_total", "cycles_total")

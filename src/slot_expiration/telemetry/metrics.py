@@ -2,9 +2,9 @@
 
 Items are counted per batch as each batch commits, so a cycle that fails after
 some batches committed still counts what those did; the backlog is measured
-after every cycle, failed ones included. Metrics carry no slot,
-tenant or database detail: the only labels are `outcome` and the histogram's
-`le`.
+after every cycle, failed ones included. Metrics carry no slot, tenant or
+database detail: the only labels are `outcome`, the histogram's `le` and the
+build info's `version`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from slot_expiration import __version__
 from slot_expiration.cycle import BatchResult, CycleResult, FailureKind, failure_kind
 from slot_expiration.telemetry.hooks import NoHooks
 
@@ -74,6 +75,13 @@ class MetricsHooks(NoHooks):
         self._define(self.registry)
 
     def _define(self, registry: CollectorRegistry) -> None:
+        self.build_info = Gauge(
+            f"{PREFIX}_build_info",
+            "The running worker's version (pyproject.toml's); always 1.",
+            ["version"],
+            registry=registry,
+        )
+        self.build_info.labels(version=__version__).set(1)
         self.cycle_duration = Histogram(
             f"{PREFIX}_cycle_duration_seconds",
             "Duration of a cycle, completed or failed.",

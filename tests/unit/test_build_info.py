@@ -1,0 +1,56 @@
+"""One version number, pyproject.toml's: the package's __version__, `--version`, the
+build info metric and the changelog's latest release all show it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+import slot_expiration
+from slot_expiration.telemetry.metrics import MetricsHooks
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+PROGRAM = Path(sys.executable).parent / "slot-expiration"
+
+
+def _pyproject_version() -> str:
+    with (REPOSITORY / "pyproject.toml").open("rb") as file:
+        return str(tomllib.load(file)["project"]["version"])
+
+
+def test_the_package_version_is_the_one_in_pyproject() -> None:
+    assert slot_expiration.__version__ == _pyproject_version()
+
+
+def test_version_option_prints_the_pyproject_version() -> None:
+    done = subprocess.run(
+        [str(PROGRAM), "--version"], capture_output=True, text=True, timeout=30, check=False
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"slot-expiration, version {_pyproject_version()}\n"
+
+
+def test_build_info_is_1_with_the_version_as_its_only_label() -> None:
+    exposition = MetricsHooks().exposition().decode()
+
+    families = {f.name: f for f in text_string_to_metric_families(exposition)}
+    info = families["calendar_slot_expiration_build_info"]
+    assert info.type == "gauge"
+    assert [(s.labels, s.value) for s in info.samples] == [({"version": _pyproject_version()}, 1.0)]
+
+
+def test_the_changelog_latest_release_is_the_pyproject_version() -> None:
+    changelog = (REPOSITORY / "CHANGELOG.md").read_text(encoding="utf-8")
+
+    releases = re.findall(r"^## \[([^\]]+)\]", changelog, flags=re.MULTILINE)
+    assert releases[0] == "Unreleased"
+    assert releases[1] == _pyproject_version()
+    assert re.search(
+        rf"^## \[{re.escape(releases[1])}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M
+    )
