@@ -203,9 +203,12 @@ async def started(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     open_files: tuple[int, int] | None = None,
+    prefix: tuple[str, ...] = (),
 ) -> AsyncIterator[Running]:
-    """Start `slot-expiration <args>`; whatever happens, it does not outlive the block."""
+    """Start `slot-expiration <args>` (behind `prefix`, a wrapper such as faketime);
+    whatever happens, it does not outlive the block."""
     process = await asyncio.create_subprocess_exec(
+        *prefix,
         str(PROGRAM),
         *args,
         stdin=asyncio.subprocess.DEVNULL,
@@ -226,9 +229,10 @@ async def run_command(
     *args: str,
     env: Mapping[str, str] | None = None,
     timeout_seconds: float = COMMAND_TIMEOUT_SECONDS,
+    prefix: tuple[str, ...] = (),
 ) -> Finished:
     """Run `slot-expiration <args>` to completion within a deadline."""
-    async with started(*args, env=env) as command:
+    async with started(*args, env=env, prefix=prefix) as command:
         return await command.wait(timeout_seconds)
 
 

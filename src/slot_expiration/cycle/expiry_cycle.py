@@ -78,7 +78,8 @@ class ExpiryCycle:
             except (SlotStoreError, ClockSkewError):
                 await self._measure_backlog_after_failure(store, run)
                 raise
-            backlog = await self._backlog(store, run)
+            # Once a stop was asked for, nothing new starts: not even the count.
+            backlog = None if run.stop_requested() else await self._backlog(store, run)
         return tally.result(self._ms_since(started), reason, backlog, skew)
 
     async def _preflight(self, store: SlotStore, run: CycleRun) -> float:
@@ -105,8 +106,9 @@ class ExpiryCycle:
     async def _measure_backlog_after_failure(self, store: SlotStore, run: CycleRun) -> None:
         """The backlog gauge stays true while cycles fail (a role that may read but not
         write, say); if even counting fails, the cycle's own error is what matters."""
-        with suppress(SlotStoreError):
-            await self._backlog(store, run)
+        if not run.stop_requested():
+            with suppress(SlotStoreError):
+                await self._backlog(store, run)
 
     async def _batches(self, store: SlotStore, run: CycleRun, tally: CycleTally) -> StopReason:
         longest_seconds = 0.0
