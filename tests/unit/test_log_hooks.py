@@ -10,8 +10,9 @@ from uuid import UUID, uuid4
 import pytest
 from structlog.testing import capture_logs
 
-from slot_expiration.cycle import BatchResult, CycleResult, ItemFailure, StopReason
+from slot_expiration.cycle import BatchResult, ClockSkewError, CycleResult, ItemFailure, StopReason
 from slot_expiration.domain import SlotRef
+from slot_expiration.store import MisconfiguredStoreError, TransientStoreError
 from slot_expiration.telemetry import CycleHooks, Event, FanOutHooks, LogHooks
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -212,6 +213,27 @@ def test_cycle_failed_names_the_reason_budget_exceeded_or_error(
     assert entry["run_id"] == str(run_id)
     assert entry["error_type"] == "TimeoutError"
     assert entry["exception"] == "ran past its budget"
+
+
+@pytest.mark.parametrize(
+    ("error", "reason", "error_class", "sqlstate"),
+    [
+        (MisconfiguredStoreError("permission denied for table x", "42501"),
+         "misconfigured", "misconfigured", "42501"),
+        (ClockSkewError(7_200.0, 30.0), "clock_skew", "clock_skew", None),
+        (TransientStoreError("terminating connection", "57P01"), "error", "transient", "57P01"),
+    ],
+)  # fmt: skip
+def test_cycle_failed_carries_the_reason_the_error_class_and_the_sqlstate(
+    error: Exception, reason: str, error_class: str, sqlstate: str | None
+) -> None:
+    with capture_logs() as logs:
+        LogHooks().cycle_failed(uuid4(), error, budget_exceeded=False)
+
+    entry = _only(logs, "cycle.failed")
+    assert (entry["reason"], entry["error_class"], entry["sqlstate"]) == (
+        reason, error_class, sqlstate,
+    )  # fmt: skip
 
 
 def test_cycle_failed_with_an_empty_message_logs_the_error_type_instead() -> None:

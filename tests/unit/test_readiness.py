@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from uuid import uuid4
 
-from slot_expiration.store.errors import MisconfiguredStoreError, SchemaMissingError
+from slot_expiration.cycle import ClockSkewError
+from slot_expiration.store.errors import (
+    MisconfiguredStoreError,
+    SchemaMissingError,
+    TransientStoreError,
+)
 from slot_expiration.telemetry.readiness import Readiness
+from tests.support.results import cycle_result
 
 LATEST = "0002"
 
@@ -95,3 +103,43 @@ async def test_probes_asked_while_one_runs_share_its_answer_and_one_database_ses
 
     assert len(asked) == 2  # the burst's probe, then a new one for the later request
     assert all(report.ready for report in [*reports, later])
+
+
+async def test_a_cycle_refused_for_the_clock_or_a_grant_makes_it_unready_until_a_success() -> None:
+    readiness = _answering(LATEST)
+    run_id = uuid4()
+
+    readiness.cycle_failed(run_id, ClockSkewError(7_200.0, 30.0), budget_exceeded=False)
+    skewed = await readiness.report()
+    readiness.cycle_failed(
+        run_id, TransientStoreError("server closed the connection", "08006"), budget_exceeded=False
+    )
+    still = await readiness.report()
+    readiness.cycle_completed(cycle_result())
+    recovered = await readiness.report()
+
+    assert not skewed.ready
+    assert skewed.detail.startswith("the last cycle failed, clock_skew: the worker's clock is")
+    assert not still.ready  # a transient failure says nothing of the clock or the grants
+    assert recovered.ready
+
+
+async def test_the_reason_of_a_misconfigured_cycle_is_served_without_the_password() -> None:
+    readiness = Readiness(_revision_at(LATEST), LATEST, secrets=("hunter2",))
+    error = MisconfiguredStoreError('password "hunter2" authentication failed', "28P01")
+
+    readiness.cycle_failed(uuid4(), error, budget_exceeded=False)
+    report = await readiness.report()
+
+    assert not report.ready
+    assert report.detail == (
+        'the last cycle failed, misconfigured (SQLSTATE 28P01): password "***" '
+        "authentication failed"
+    )
+
+
+def _revision_at(revision: str) -> Callable[[], Awaitable[str | None]]:
+    async def schema_revision() -> str | None:
+        return revision
+
+    return schema_revision

@@ -14,14 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, LiteralString, Self
 
-import psycopg
 from psycopg import sql
 
 from slot_expiration.store.errors import (
     INSUFFICIENT_PRIVILEGE,
     MisconfiguredStoreError,
     SlotStoreError,
-    translate,
 )
 from slot_expiration.store.queries import load_package_queries, query
 from slot_expiration.store.session import ApplicationName, Session, SessionSettings
@@ -188,12 +186,8 @@ class BenchStore:
         """The executed plan of a named statement, with buffers; its changes rolled back."""
         statement = sql.SQL(bench_query("bench_explain_prefix")) + sql.SQL(" ")
         statement += sql.SQL(bench_query(name))
-        try:
-            async with self._conn.transaction(force_rollback=True):
-                cursor = await self._conn.execute(statement, params)
-                return "\n".join(str(row[0]) for row in await cursor.fetchall())
-        except psycopg.Error as exc:
-            raise translate(exc) from exc
+        rows = await self._session.rows_rolled_back(statement, params)
+        return "\n".join(str(row[0]) for row in rows)
 
     # --- the booking load ---------------------------------------------------------------
 

@@ -196,6 +196,18 @@ class Session:
         except psycopg.Error as exc:
             raise translate(exc) from exc
 
+    async def rows_rolled_back(
+        self, statement: sql.Composed, params: dict[str, Any]
+    ) -> list[tuple[Any, ...]]:
+        """Run a composed statement (EXPLAIN ANALYZE of a named one, say) in a transaction
+        that is rolled back whatever it did: nothing it changes stays."""
+        try:
+            async with self.connection.transaction(force_rollback=True):
+                cursor = await self.connection.execute(statement, params)
+                return await cursor.fetchall()
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
     def template(self, name: str) -> sql.SQL:
         """A named statement whose identifiers are filled in with psycopg.sql.format."""
         return sql.SQL(self._statements(name))

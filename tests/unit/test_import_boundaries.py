@@ -1,0 +1,33 @@
+"""What each part of the program loads: the commands' shared error path knows nothing of
+the embedded server, and the worker's commands load no migration or benchmark code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def _loaded_after(module: str) -> set[str]:
+    probe = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize(
+    "module", ["slot_expiration.cli.common", "slot_expiration.cli.worker_commands"]
+)
+def test_the_shared_error_path_does_not_load_the_embedded_server(module: str) -> None:
+    loaded = _loaded_after(module)
+
+    assert "slot_expiration.embedded" not in loaded
+    assert "slot_expiration.embedded.postgres" not in loaded
+
+
+def test_the_store_holds_only_the_products_persistence() -> None:
+    loaded = _loaded_after("slot_expiration.store")
+
+    assert not {name for name in loaded if name.startswith("slot_expiration.bench")}
