@@ -14,6 +14,7 @@ from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.loop import terminate_as_interrupt
 from slot_expiration.store.migrate import upgrade
 from tests.support.database import SlotDatabase
+from tests.support.roles import PasswordRole, password_role
 
 TEMPLATE = "slot_template"
 
@@ -63,6 +64,13 @@ def empty_database_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
     """A database with no schema at all, for the migration tests."""
     with scratch_database(pg_server, "empty", template=None) as url:
         yield url
+
+
+@pytest.fixture
+def role(pg_server: EmbeddedPostgres) -> Iterator[PasswordRole]:
+    """A login role with a password the server really checks (SCRAM over TCP)."""
+    with password_role(pg_server) as created:
+        yield created
 
 
 @pytest.fixture

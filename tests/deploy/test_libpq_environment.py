@@ -7,27 +7,19 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.embedded import EmbeddedPostgres
 from tests.e2e.command import run_command, started
 from tests.e2e.endpoint import endpoint_url, get_json
 from tests.support.database import SlotDatabase
-from tests.support.roles import PasswordRole, password_role
+from tests.support.roles import PasswordRole
 from tests.support.slots import AS_OF, past_slots
 
 pytestmark = [pytest.mark.deploy, pytest.mark.e2e]
-
-
-@pytest.fixture
-def role(pg_server: EmbeddedPostgres) -> Iterator[PasswordRole]:
-    with password_role(pg_server) as created:
-        yield created
 
 
 def _libpq(url: str, **extra: str) -> dict[str, str]:

@@ -6,26 +6,18 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Iterator
 
 import pytest
 from psycopg import sql
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.embedded import EmbeddedPostgres
 from tests.e2e.command import event_names, parse_log_lines, run_command, started
 from tests.e2e.endpoint import endpoint_url, get, get_json, sample
 from tests.support.database import SlotDatabase
-from tests.support.roles import PasswordRole, password_role
+from tests.support.roles import PasswordRole
 from tests.support.slots import AS_OF, past_slots
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def role(pg_server: EmbeddedPostgres) -> Iterator[PasswordRole]:
-    with password_role(pg_server) as created:
-        yield created
 
 
 async def test_run_as_a_role_that_may_not_update_exits_1_at_start_naming_the_fix(

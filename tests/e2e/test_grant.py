@@ -5,24 +5,16 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Iterator
 
 import pytest
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.embedded import EmbeddedPostgres
 from tests.e2e.command import event_names, run_command, started
 from tests.support.database import SlotDatabase
-from tests.support.roles import PasswordRole, password_role
+from tests.support.roles import PasswordRole
 from tests.support.slots import AS_OF, past_slots
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def role(pg_server: EmbeddedPostgres) -> Iterator[PasswordRole]:
-    with password_role(pg_server) as created:
-        yield created
 
 
 async def test_the_owner_grants_and_the_worker_runs_as_the_least_privileged_role(

@@ -5,7 +5,6 @@ narrow, and says what the role can do, inherited rights included."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import psycopg
@@ -13,7 +12,6 @@ import pytest
 from psycopg import sql
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.store import ErrorFamily, SlotStoreError
 from slot_expiration.store.privileges import (
     GrantMode,
@@ -26,16 +24,10 @@ from slot_expiration.store.privileges import (
 )
 from tests.support.cycles import run_cycle
 from tests.support.database import SlotDatabase
-from tests.support.roles import PasswordRole, password_role
+from tests.support.roles import PasswordRole
 from tests.support.slots import AS_OF, make_slot, past_slots
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def role(pg_server: EmbeddedPostgres) -> Iterator[PasswordRole]:
-    with password_role(pg_server) as created:
-        yield created
 
 
 async def test_the_granted_role_runs_cycles_and_keeps_its_quarantine(

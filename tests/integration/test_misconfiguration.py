@@ -5,7 +5,6 @@ fixes it; the backlog is still measured; readiness turns 503; the loop recovers 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from uuid import uuid4
 
 import pytest
@@ -13,7 +12,6 @@ from psycopg import sql
 
 from slot_expiration.cycle import CycleRun, FailureKind, failure_kind
 from slot_expiration.domain import SlotStatus
-from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.loop import StopSignal
 from slot_expiration.options import load_options
 from slot_expiration.store import ErrorFamily, MisconfiguredStoreError, SchemaMissingError
@@ -24,16 +22,10 @@ from slot_expiration.worker.observability import readiness_for
 from tests.support.cycles import BatchLog, make_cycle, run_cycle
 from tests.support.database import SlotDatabase
 from tests.support.doubles import ManualTicker, RecordingHooks
-from tests.support.roles import PasswordRole, password_role
+from tests.support.roles import PasswordRole
 from tests.support.slots import AS_OF, past_slots
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def role(pg_server: EmbeddedPostgres) -> Iterator[PasswordRole]:
-    with password_role(pg_server) as created:
-        yield created
 
 
 async def test_a_role_that_may_read_but_not_update_fails_misconfigured_naming_the_fix(

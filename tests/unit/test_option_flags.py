@@ -3,9 +3,7 @@ come from the one options model; an unknown SLOT_EXPIRATION_* variable is named,
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -22,7 +20,6 @@ from slot_expiration.cli.option_flags import (
     variable,
 )
 from slot_expiration.options import (
-    ENV_PREFIX,
     MIN_INTERVAL_SECONDS,
     CycleOptions,
     DatabaseOptions,
@@ -35,13 +32,7 @@ from slot_expiration.slots import SlotOptions
 README = Path(__file__).parents[2] / "README.md"
 
 
-@pytest.fixture(autouse=True)
-def _no_worker_environment() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        for name in list(os.environ):
-            if name.startswith(ENV_PREFIX):
-                patch.delenv(name)
-        yield
+pytestmark = pytest.mark.usefixtures("no_worker_environment")
 
 
 def test_a_bad_value_in_another_commands_variable_breaks_no_command(

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import traceback
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -13,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slot_expiration.options import (
-    ENV_PREFIX,
     LogFormat,
     OptionsError,
     WorkerOptions,
@@ -25,14 +22,7 @@ from slot_expiration.options import (
 PASSWORD = "s3cret"  # noqa: S105 - the made-up password the tests look for
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _no_worker_environment() -> Iterator[None]:
-    """The tests see no SLOT_EXPIRATION_* variable but the ones they set themselves."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name in list(os.environ):
-            if name.startswith(ENV_PREFIX):
-                patch.delenv(name)
-        yield
+pytestmark = pytest.mark.usefixtures("no_worker_environment")
 
 
 def _options_error(**given: Any) -> OptionsError:
