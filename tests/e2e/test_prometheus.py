@@ -86,6 +86,7 @@ async def _scraped_and_evaluated(server: Prometheus) -> None:
         "SlotExpirationNoSuccessfulCycle",
         "SlotExpirationBacklogHigh",
         "SlotExpirationItemErrors",
+        "SlotExpirationMisconfigured",
     }
     assert {rule["health"] for rule in rules.values()} == {"ok"}, rules
 
