@@ -14,7 +14,7 @@ from tests.e2e.endpoint import endpoint_url
 from tests.e2e.prometheus import Prometheus, prometheus
 from tests.support.dashboard import expressions
 from tests.support.database import SlotDatabase
-from tests.support.promtool import ALERTS
+from tests.support.promtool import ALERTS, RUNBOOK_BASE
 
 pytestmark = pytest.mark.e2e
 
@@ -78,7 +78,8 @@ async def _scraped_and_evaluated(server: Prometheus) -> None:
     alert = (await server.alerts())["SlotExpirationBacklogHigh"]
     assert float(alert["value"]) == DUE - BATCH
     assert alert["labels"]["severity"] == "warning"
-    assert alert["annotations"]["runbook_url"].startswith("docs/runbooks/slot-expiration.md#")
+    assert alert["annotations"]["runbook_url"].startswith(f"{RUNBOOK_BASE}#")
+    assert alert["labels"]["job"] == "slot-expiration"
 
     groups = (await server.api("rules"))["groups"]
     rules = {rule["name"]: rule for group in groups for rule in group["rules"]}

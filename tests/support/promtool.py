@@ -13,6 +13,9 @@ ALERTS = REPOSITORY / "deploy" / "prometheus" / "alerts.yml"
 ALERTS_TEST = REPOSITORY / "deploy" / "prometheus" / "alerts_test.yml"
 DASHBOARD = REPOSITORY / "deploy" / "grafana" / "calendar-overview.json"
 RUNBOOK = REPOSITORY / "docs" / "runbooks" / "slot-expiration.md"
+# Where the runbook is published: the placeholder that alerts.yml and the dashboard hold
+# (README, "Alerts": one substitution puts another in both).
+RUNBOOK_BASE = "https://runbooks.example.com/slot-expiration"
 
 
 @dataclass(frozen=True, slots=True)

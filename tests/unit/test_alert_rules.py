@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.promtool import ALERTS, ALERTS_TEST, REPOSITORY, RUNBOOK, promtool
+from tests.support.promtool import (
+    ALERTS,
+    ALERTS_TEST,
+    RUNBOOK,
+    RUNBOOK_BASE,
+    promtool,
+)
 
 ALERT_NAMES = (
     "SlotExpirationNoSuccessfulCycle",
@@ -44,13 +50,22 @@ def test_the_alerts_are_named_exactly_as_the_issues_give_them() -> None:
 
 
 @pytest.mark.parametrize("name", ALERT_NAMES)
-def test_each_alert_has_a_severity_and_a_runbook_url_into_the_runbook(name: str) -> None:
+def test_each_alert_has_a_severity_and_an_absolute_runbook_url_into_the_runbook(name: str) -> None:
     rule = _rules()[name]
 
     assert rule["labels"]["severity"] == rule["annotations"]["severity"] == "warning"
-    path, _, anchor = rule["annotations"]["runbook_url"].partition("#")
-    assert (REPOSITORY / path) == RUNBOOK
+    base, _, anchor = rule["annotations"]["runbook_url"].partition("#")
+    assert base == RUNBOOK_BASE
     assert anchor in _runbook_anchors()
+
+
+@pytest.mark.parametrize("name", ALERT_NAMES)
+def test_each_alert_is_per_deployment_and_names_it_in_its_summary(name: str) -> None:
+    rule = _rules()[name]
+
+    assert "by (namespace, job)" in rule["expr"]
+    for annotation in ("summary", "description"):
+        assert "{{ $labels.namespace }}/{{ $labels.job }}" in rule["annotations"][annotation]
 
 
 def test_promtool_rule_tests_show_each_alert_firing_and_not_firing() -> None:
@@ -67,23 +82,73 @@ def test_promtool_rule_tests_show_each_alert_firing_and_not_firing() -> None:
 
 # A weakened or broken rule must make the rule tests fail: they really discriminate.
 MUTATIONS = {
-    "no-success threshold of 2 hours": ("> 1800", "> 7200"),
+    # SlotExpirationNoSuccessfulCycle
+    "no-success threshold of 2 hours": ("1800 * group by", "7200 * group by"),
+    "no-success threshold below 30 minutes at a short interval": ("> 1800\n", "> 0\n"),
+    "no-success threshold blind to the interval": (
+        "calendar_slot_expiration_interval_seconds[1d]",
+        "calendar_slot_expiration_no_such_gauge[1d]",
+    ),
+    "no-success threshold of one interval": ("3 * max by", "1 * max by"),
+    "no-success silent without the interval gauge": (
+        "1800 * group by (namespace, job) "
+        "(last_over_time(calendar_slot_expiration_last_success_timestamp_seconds[1d]))",
+        "1800 * group by (namespace, job) "
+        "(last_over_time(calendar_slot_expiration_interval_seconds[1d]))",
+    ),
     "no-success without the no-replica branch": (
         "\n          or\n          absent_over_time(",
         "\n          and\n          absent_over_time(",
     ),
     "no-success over live replicas only": (
-        "max(max_over_time(calendar_slot_expiration_last_success_timestamp_seconds[1h]))",
-        "max(calendar_slot_expiration_last_success_timestamp_seconds)",
+        "max_over_time(calendar_slot_expiration_last_success_timestamp_seconds[1d])",
+        "calendar_slot_expiration_last_success_timestamp_seconds",
     ),
+    "no-success forgets replicas gone for an hour": (
+        "max_over_time(calendar_slot_expiration_last_success_timestamp_seconds[1d])",
+        "max_over_time(calendar_slot_expiration_last_success_timestamp_seconds[1h])",
+    ),
+    "no-success across deployments": (
+        "time() - max by (namespace, job) (max_over_time(",
+        "time() - max by (job) (max_over_time(",
+    ),
+    # SlotExpirationBacklogHigh
     "backlog threshold of 10000": ("> 5000", "> 10000"),
     "backlog not sustained": ("    for: 15m", "    for: 0m"),
-    "errors over a window shorter than the backoff": ("[75m]", "[30m]"),
-    "errors not sustained": ("    for: 90m", "    for: 10m"),
+    "backlog trend ignored": ("[30m:]) >= 0", "[30m:]) >= -1e9"),
+    "backlog trend over one cycle": ("[30m:]", "[5m:]"),
+    "backlog trend per replica": (
+        "delta(max by (namespace, job) (calendar_slot_expiration_backlog > 0)[30m:])",
+        "max by (namespace, job) (delta(calendar_slot_expiration_backlog[30m]))",
+    ),
+    "backlog trend counts the zeros before a first cycle": (
+        "(calendar_slot_expiration_backlog > 0)[30m:]",
+        "(calendar_slot_expiration_backlog)[30m:]",
+    ),
+    "backlog trend across deployments": (
+        "and on (namespace, job)\n"
+        "          delta(max by (namespace, job) (calendar_slot_expiration_backlog > 0)",
+        "and on ()\n          delta(max(calendar_slot_expiration_backlog > 0)",
+    ),
+    # SlotExpirationItemErrors
+    "item errors on the attempts counter": (
+        "max by (namespace, job) (calendar_slot_expiration_quarantined_slots) > 0",
+        "sum by (namespace, job) (rate(calendar_slot_expiration_errors_total[75m])) > 0",
+    ),
+    "item errors only from two slots on": (
+        "(calendar_slot_expiration_quarantined_slots) > 0",
+        "(calendar_slot_expiration_quarantined_slots) > 1",
+    ),
+    "item errors not sustained": ("    for: 1h", "    for: 10m"),
+    # SlotExpirationMisconfigured
     "misconfigured too slow for 10 minutes": ("    for: 2m", "    for: 10m"),
     "misconfigured on transient failures": (
         "(calendar_slot_expiration_misconfigured) > 0",
         "(calendar_slot_expiration_misconfigured) >= 0",
+    ),
+    "misconfigured across deployments": (
+        "max by (namespace, job) (calendar_slot_expiration_misconfigured)",
+        "max(calendar_slot_expiration_misconfigured)",
     ),
 }
 
