@@ -3,7 +3,7 @@ by `promtool test rules` (deploy/prometheus/alerts_test.yml)."""
 
 from __future__ import annotations
 
-import re
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.dashboard import dashboard
 from tests.support.promtool import (
     ALERTS,
     ALERTS_TEST,
-    RUNBOOK,
+    DASHBOARD,
     RUNBOOK_BASE,
     promtool,
+    runbook_anchors,
 )
 
 ALERT_NAMES = (
@@ -30,12 +32,6 @@ ALERT_NAMES = (
 def _rules() -> dict[str, dict[str, Any]]:
     document = yaml.safe_load(ALERTS.read_text(encoding="utf-8"))
     return {rule["alert"]: rule for group in document["groups"] for rule in group["rules"]}
-
-
-def _runbook_anchors() -> set[str]:
-    """GitHub's anchors of the runbook's headings."""
-    headings = re.findall(r"^#+ (.+)$", RUNBOOK.read_text(encoding="utf-8"), flags=re.MULTILINE)
-    return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in headings}
 
 
 def test_promtool_accepts_the_rule_file() -> None:
@@ -56,7 +52,7 @@ def test_each_alert_has_a_severity_and_an_absolute_runbook_url_into_the_runbook(
     assert rule["labels"]["severity"] == rule["annotations"]["severity"] == "warning"
     base, _, anchor = rule["annotations"]["runbook_url"].partition("#")
     assert base == RUNBOOK_BASE
-    assert anchor in _runbook_anchors()
+    assert anchor in runbook_anchors()
 
 
 @pytest.mark.parametrize("name", ALERT_NAMES)
@@ -66,6 +62,42 @@ def test_each_alert_is_per_deployment_and_names_it_in_its_summary(name: str) -> 
     assert "by (namespace, job)" in rule["expr"]
     for annotation in ("summary", "description"):
         assert "{{ $labels.namespace }}/{{ $labels.job }}" in rule["annotations"][annotation]
+
+
+def test_one_substitution_of_the_runbook_base_moves_every_runbook_link_and_nothing_else() -> None:
+    """README, "Alerts": replacing the base's text in alerts.yml and the dashboard is enough."""
+    other = "https://git.example.org/calendar/slot-expiration/-/blob/main/docs/runbooks/x.md"
+    alerts = yaml.safe_load(ALERTS.read_text(encoding="utf-8").replace(RUNBOOK_BASE, other))
+    board = json.loads(DASHBOARD.read_text(encoding="utf-8").replace(RUNBOOK_BASE, other))
+    moved = {rule["alert"]: rule for group in alerts["groups"] for rule in group["rules"]}
+
+    for name, rule in _rules().items():
+        url = rule["annotations"]["runbook_url"]
+        assert moved[name]["annotations"]["runbook_url"] == url.replace(RUNBOOK_BASE, other)
+        assert moved[name]["annotations"]["runbook_url"].startswith(f"{other}#")
+        del moved[name]["annotations"]["runbook_url"], rule["annotations"]["runbook_url"]
+        assert moved[name] == rule
+    assert _urls(board) == [url.replace(RUNBOOK_BASE, other) for url in _urls(dashboard())]
+    assert all(url.startswith(other) for url in _urls(board))
+    assert _without_urls(board) == _without_urls(dashboard())
+
+
+def _urls(node: Any) -> list[str]:
+    """Every link's `url` in a JSON document, in order."""
+    if isinstance(node, dict):
+        own = [node["url"]] if isinstance(node.get("url"), str) else []
+        return own + [u for key, value in node.items() if key != "url" for u in _urls(value)]
+    if isinstance(node, list):
+        return [u for item in node for u in _urls(item)]
+    return []
+
+
+def _without_urls(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {key: _without_urls(value) for key, value in node.items() if key != "url"}
+    if isinstance(node, list):
+        return [_without_urls(item) for item in node]
+    return node
 
 
 def test_promtool_rule_tests_show_each_alert_firing_and_not_firing() -> None:
