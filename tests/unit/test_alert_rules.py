@@ -4,6 +4,7 @@ by `promtool test rules` (deploy/prometheus/alerts_test.yml)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,17 @@ def test_one_substitution_of_the_runbook_base_moves_every_runbook_link_and_nothi
     assert _urls(board) == [url.replace(RUNBOOK_BASE, other) for url in _urls(dashboard())]
     assert all(url.startswith(other) for url in _urls(board))
     assert _without_urls(board) == _without_urls(dashboard())
+
+
+def test_the_readme_substitutes_the_base_the_sources_hold_in_both_files() -> None:
+    readme = (ALERTS.parents[2] / "README.md").read_text(encoding="utf-8")
+    (command,) = re.findall(r"^sed -i 's\|([^|]+)\|[^|]+\|' \\\n\s+(.+)$", readme, re.MULTILINE)
+
+    assert command[0] == RUNBOOK_BASE
+    assert command[1].split() == [
+        "deploy/prometheus/alerts.yml",
+        "deploy/grafana/calendar-overview.json",
+    ]
 
 
 def _urls(node: Any) -> list[str]:
