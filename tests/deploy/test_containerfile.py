@@ -33,9 +33,12 @@ INSTALL_TIMEOUT_SECONDS = 300
 
 
 def _hadolint(path: Path) -> list[dict[str, object]]:
-    flags = ("--format", "json", "--failure-threshold", "style", "--disable-ignore-pragma")
     done = subprocess.run(
-        [str(HADOLINT), *flags, str(path)],
+        [
+            str(HADOLINT),
+            *("--format", "json", "--failure-threshold", "style", "--disable-ignore-pragma"),
+            str(path),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

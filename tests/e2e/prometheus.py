@@ -53,6 +53,11 @@ class Prometheus:
         assert len(result) <= 1, result
         return float(result[0]["value"][1]) if result else None
 
+    async def label_values(self, label: str, selector: str) -> list[str]:
+        """The values of `label` among the series `selector` picks (Grafana's label_values)."""
+        values: list[str] = await self.api(f"label/{label}/values", **{"match[]": selector})
+        return values
+
     async def alerts(self) -> dict[str, dict[str, Any]]:
         """Active alerts (pending or firing) by name."""
         data = await self.api("alerts")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -13,6 +14,15 @@ ALERTS = REPOSITORY / "deploy" / "prometheus" / "alerts.yml"
 ALERTS_TEST = REPOSITORY / "deploy" / "prometheus" / "alerts_test.yml"
 DASHBOARD = REPOSITORY / "deploy" / "grafana" / "calendar-overview.json"
 RUNBOOK = REPOSITORY / "docs" / "runbooks" / "slot-expiration.md"
+# Where the runbook is published: the placeholder that alerts.yml and the dashboard hold
+# (README, "Alerts": one substitution puts another in both).
+RUNBOOK_BASE = "https://runbooks.example.com/slot-expiration"
+
+
+def runbook_anchors() -> set[str]:
+    """GitHub's anchors of the runbook's headings."""
+    headings = re.findall(r"^#+ (.+)$", RUNBOOK.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in headings}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,33 +1,50 @@
 """deploy/grafana/calendar-overview.json: a "Background jobs" row whose every PromQL expression
-parses (promtool, through a generated rule file) and names only metrics the worker exports."""
+selects the dashboard's namespace, job and replica, parses (promtool, through a generated rule
+file), names only metrics the worker exports, and reads right at the worker's 5-minute cadence
+(promtool's expression tests on series that step once per cycle)."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from slot_expiration.telemetry.metrics import MetricsHooks, exported_metric_names
-from tests.support.dashboard import dashboard, expressions
-from tests.support.promtool import promtool
+from slot_expiration.telemetry.metrics import DURATION_BUCKETS, MetricsHooks, exported_metric_names
+from tests.support.dashboard import (
+    GRAFANA_SCRAPE_SECONDS,
+    TEMPLATE_VARIABLES,
+    Query,
+    dashboard,
+    expressions,
+    label_values_query,
+    panels,
+    queries,
+    rate_interval,
+    regex_value,
+    substitute,
+    variable,
+)
+from tests.support.promtool import RUNBOOK_BASE, promtool, runbook_anchors
 
-# Grafana's own variables, replaced by a value of their kind before PromQL sees them.
-GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"' + r"|'(?:[^'\\]|\\.)*'")
 _MATCHERS = re.compile(r"\{[^}]*\}")
 _RANGES = re.compile(r"\[[^\]]*\]")
 _CLAUSES = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
 _IDENTIFIER = re.compile(r"(?<![\w.:])([A-Za-z_:][\w:]*)(?![\w:])(?!\s*\()")
+_SELECTORS = re.compile(r"(?<![\w:])([A-Za-z_:][\w:]*)\s*(\{[^}]*\})?(?!\s*\()")
 _KEYWORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan"}
+ALL = dict.fromkeys(TEMPLATE_VARIABLES, ".*")
+CYCLE_SECONDS = 300
+SELECTED = {"namespace": "calendar", "job": "slot-expiration", "instance": "10.0.0.7:9464"}
+SELECTED_LABELS = 'namespace="calendar",job="slot-expiration",instance="10.0.0.7:9464"'
 
 
 def as_promql(expression: str) -> str:
-    for variable, value in GRAFANA_VARIABLES.items():
-        expression = expression.replace(variable, value)
-    assert "$" not in expression, f"unknown variable in {expression!r}"
-    return expression
+    """With every variable at All and Grafana's intervals at values of their kind."""
+    return substitute(expression, ALL, rate_interval_seconds=300, range_seconds=3600)
 
 
 def metric_names(expression: str) -> set[str]:
@@ -38,12 +55,27 @@ def metric_names(expression: str) -> set[str]:
     return {name for name in _IDENTIFIER.findall(text) if name.lower() not in _KEYWORDS}
 
 
+def selectors(expression: str) -> dict[str, str]:
+    """Each metric the expression reads, with its matchers (`{...}`, or "" when it has none)."""
+    names = metric_names(expression)
+    text = _CLAUSES.sub(" ", expression)
+    found = {name: matchers or "" for name, matchers in _SELECTORS.findall(text) if name in names}
+    assert set(found) == names, expression
+    return found
+
+
 def test_metric_names_finds_the_metrics_and_nothing_else() -> None:
     expression = (
         'sum by (le) (rate(a_bucket{job="x", le!="+Inf"}[5m])) / on (job) group_left (le) '
         "b_total offset 5m and c > bool 1 or histogram_quantile(0.5, d)"
     )
     assert metric_names(expression) == {"a_bucket", "b_total", "c", "d"}
+    assert selectors(expression) == {
+        "a_bucket": '{job="x", le!="+Inf"}',
+        "b_total": "",
+        "c": "",
+        "d": "",
+    }
 
 
 def test_the_dashboard_has_uid_calendar_overview_and_a_background_jobs_row() -> None:
@@ -68,6 +100,47 @@ def test_every_panel_the_issue_lists_is_in_the_row() -> None:
     assert shown("calendar_slot_expiration_errors_total")
     assert shown("time() - ", "calendar_slot_expiration_last_success_timestamp_seconds")
     assert shown("by (outcome)", "calendar_slot_expiration_cycles_total")
+    assert shown("calendar_slot_expiration_quarantined_slots")
+
+
+def test_variables_choose_the_data_source_then_namespace_job_and_replica_each_within_the_last() -> (
+    None
+):
+    names = [v["name"] for v in dashboard()["templating"]["list"]]
+
+    assert names == ["datasource", *TEMPLATE_VARIABLES]
+    assert variable("datasource")["query"] == "prometheus"
+    for before, name in enumerate(TEMPLATE_VARIABLES):
+        chosen = variable(name)
+        selector, label = label_values_query(name)
+        assert label == name
+        assert selector.startswith("calendar_slot_expiration_build_info")
+        for earlier in TEMPLATE_VARIABLES[:before]:
+            assert f'{earlier}=~"${earlier}"' in selector
+        assert chosen["datasource"]["uid"] == "${datasource}"
+        assert chosen["multi"]
+        assert chosen["includeAll"]
+        # All is a regex that also matches a series without the label (no namespace outside
+        # Kubernetes), not the list of the values found.
+        assert chosen["allValue"] == ".*"
+
+
+@pytest.mark.parametrize("expression", expressions())
+def test_every_metric_an_expression_reads_is_selected_by_namespace_job_and_replica(
+    expression: str,
+) -> None:
+    for name, matchers in selectors(expression).items():
+        for variable_name in TEMPLATE_VARIABLES:
+            assert f'{variable_name}=~"${variable_name}"' in matchers, (name, expression)
+
+
+def test_every_panel_queries_the_chosen_data_source() -> None:
+    for panel in panels():
+        if panel["type"] == "row":
+            continue
+        assert panel["datasource"]["uid"] == "${datasource}", panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"] == "${datasource}", panel["title"]
 
 
 def test_every_expression_parses_with_promtool(tmp_path: Path) -> None:
@@ -98,3 +171,214 @@ def test_every_expression_names_only_metrics_the_worker_exports(expression: str)
 
     assert named, expression
     assert named <= exported, f"{named - exported} not exported by the worker"
+
+
+def test_a_chosen_replica_is_written_as_grafana_escapes_it_for_prometheus() -> None:
+    assert regex_value([]) == ".*"
+    assert regex_value(["10.0.0.7:9464"]) == r"10\\.0\\.0\\.7:9464"
+    assert regex_value(["a", "b"]) == "(a|b)"
+
+
+# -- the 5-minute cadence ----------------------------------------------------------------
+
+
+def _windowed() -> list[Query]:
+    return [q for q in queries() if "$__rate_interval" in q.expr]
+
+
+@pytest.mark.parametrize("query", _windowed(), ids=lambda q: q.panel["title"])
+def test_every_rate_and_quantile_reads_at_least_two_cycles(query: Query) -> None:
+    """A panel's minimum interval keeps `$__rate_interval` at two cycles or more, however far
+    the dashboard is zoomed in."""
+    assert query.min_interval_seconds >= 2 * CYCLE_SECONDS, query.panel["title"]
+
+
+def _cycle_series(scrape_seconds: int, minutes: int) -> list[dict[str, str]]:
+    """One replica's counters, scraped every `scrape_seconds`: a cycle every 5 minutes (each
+    ends 100 s past a 5-minute mark, so no evaluation below falls on one), 500 slots expired and
+    a duration of 40 ms observed by each."""
+    times = range(0, minutes * 60 + 1, scrape_seconds)
+    cycles = [(t + CYCLE_SECONDS - 100) // CYCLE_SECONDS for t in times]
+
+    def series(name: str, per_cycle: float, extra: str = "") -> dict[str, str]:
+        values = " ".join(f"{per_cycle * n:g}" for n in cycles)
+        return {
+            "series": f"calendar_slot_expiration_{name}{{{SELECTED_LABELS}{extra}}}",
+            "values": values,
+        }
+
+    buckets = [*(f"{le}" for le in DURATION_BUCKETS), "+Inf"]
+    return [
+        series("items_total", 500),
+        series("cycles_total", 1, ',outcome="success"'),
+        *(
+            series(
+                "cycle_duration_seconds_bucket",
+                0 if le != "+Inf" and float(le) < 0.04 else 1,
+                f',le="{le}"',
+            )
+            for le in buckets
+        ),
+    ]
+
+
+def _observed(le: str, seconds: float) -> int:
+    """1 when a bucket counts an observation of `seconds`, else 0."""
+    return 1 if le == "+Inf" or seconds <= float(le) else 0
+
+
+# Per panel: how its value reads right at a cycle every 5 minutes, and the labels of its one
+# series. A window of a bit more than two cycles holds two steps of the counters, or three for
+# as long as it is longer than two cycles (15 or 30 s of each 5 minutes): expired per minute
+# reads 95-98, or 143-146 then; never 0, never 500. Quantiles: a number, never NaN.
+_READS_RIGHT = {
+    "rate(calendar_slot_expiration_items_total": ("(({e}) > bool 50) * (({e}) < bool 150)", "{}"),
+    "rate(calendar_slot_expiration_cycles_total": (
+        "(({e}) > bool 6) * (({e}) < bool 18)",
+        '{outcome="success"}',
+    ),
+    "histogram_quantile(": ("({e}) >= bool 0", "{}"),
+}
+
+
+def _cadence_cases() -> list[tuple[Query, str, str]]:
+    cases = []
+    for query in _windowed():
+        for marker, (check, labels) in _READS_RIGHT.items():
+            if marker in query.expr:
+                cases.append((query, check, labels))
+    return cases
+
+
+def _promtool_cadence_test(
+    tmp_path: Path, case: tuple[Query, str, str], scrape_seconds: int, window_seconds: float
+) -> Any:
+    query, check, labels = case
+    chosen = {name: regex_value([value]) for name, value in SELECTED.items()}
+    expression = substitute(
+        query.expr, chosen, rate_interval_seconds=window_seconds, range_seconds=3600
+    )
+    test = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": f"{scrape_seconds}s",
+                "input_series": _cycle_series(scrape_seconds, 40),
+                "promql_expr_test": [
+                    {
+                        "expr": check.format(e=expression),
+                        "eval_time": f"{second}s",
+                        "exp_samples": [{"labels": labels, "value": 1}],
+                    }
+                    # Every 15 s of one cycle.
+                    for second in range(30 * 60, 35 * 60, 15)
+                ],
+            }
+        ],
+    }
+    (tmp_path / "cadence_test.yml").write_text(json.dumps(test), encoding="utf-8")
+    return promtool("test", "rules", "cadence_test.yml", cwd=tmp_path)
+
+
+@pytest.mark.parametrize("scrape_seconds", [GRAFANA_SCRAPE_SECONDS, 30])
+@pytest.mark.parametrize(
+    "case", _cadence_cases(), ids=lambda c: c[0].expr.split("{")[0].split("(")[-1]
+)
+def test_at_one_cycle_every_5_minutes_rates_read_the_true_rate_and_quantiles_a_number(
+    tmp_path: Path, case: tuple[Query, str, str], scrape_seconds: int
+) -> None:
+    """Expired per minute reads about 100 (500 per 5 minutes), cycles per hour about 12, each
+    quantile a duration, at every moment of a cycle: not 0 four minutes in five and 500 on the
+    fifth, nor NaN between cycles. The window is the smallest Grafana uses: `$__rate_interval`
+    at the panel's minimum interval (zoomed out, it only grows)."""
+    window = rate_interval(case[0], scrape_seconds)
+
+    tested = _promtool_cadence_test(tmp_path, case, scrape_seconds, window)
+
+    assert tested.returncode == 0, tested.output
+
+
+@pytest.mark.parametrize(
+    "case", _cadence_cases(), ids=lambda c: c[0].expr.split("{")[0].split("(")[-1]
+)
+def test_without_the_minimum_interval_the_same_checks_fail(
+    tmp_path: Path, case: tuple[Query, str, str]
+) -> None:
+    """The cadence test discriminates: at Grafana's default `$__rate_interval` (4 scrapes), the
+    rates read 0 between cycles and the quantiles NaN."""
+    bare = Query({**case[0].panel, "interval": "0s"}, case[0].expr)
+
+    tested = _promtool_cadence_test(
+        tmp_path, case, GRAFANA_SCRAPE_SECONDS, rate_interval(bare, GRAFANA_SCRAPE_SECONDS)
+    )
+
+    assert tested.returncode != 0, tested.output
+
+
+# -- what an on-call engineer reads -------------------------------------------------------
+
+
+def _panel(title_part: str) -> dict[str, Any]:
+    (found,) = [p for p in panels() if title_part in p["title"]]
+    return found
+
+
+@pytest.mark.parametrize("title", ["seconds since last success", "slots in quarantine"])
+def test_current_values_are_read_now_and_say_so_in_red_when_no_replica_reports(
+    title: str,
+) -> None:
+    """An instant query: a stopped worker's series go stale (Prometheus marks them when a
+    scrape fails or the target goes away), so the panel shows no data, in red, and never the
+    last value of the range frozen in green."""
+    panel = _panel(title)
+    defaults = panel["fieldConfig"]["defaults"]
+    (target,) = panel["targets"]
+
+    assert target["instant"] is True
+    assert target["range"] is False
+    assert "_over_time(" not in target["expr"]
+    assert defaults["noValue"]
+    (nothing,) = [m for m in defaults["mappings"] if m["type"] == "special"]
+    assert nothing["options"]["match"] == "null"
+    assert nothing["options"]["result"]["color"] == "red"
+
+
+def test_seconds_since_last_success_goes_red_at_the_alerts_30_minutes() -> None:
+    defaults = _panel("seconds since last success")["fieldConfig"]["defaults"]
+
+    steps = {step["color"]: step["value"] for step in defaults["thresholds"]["steps"]}
+    assert steps["green"] is None
+    assert steps["red"] == 1800
+    assert defaults["unit"] == "s"
+
+
+def test_a_table_shows_each_replica_last_success_backlog_cycles_and_resident_memory() -> None:
+    table = _panel("replicas")
+    columns = {t["refId"]: t["expr"] for t in table["targets"]}
+    renamed = table["transformations"][1]["options"]["renameByName"]
+    shown = {
+        renamed[f"Value #{ref}"]: expr
+        for ref, expr in columns.items()
+        if f"Value #{ref}" in renamed
+    }
+
+    assert table["type"] == "table"
+    assert all(t["format"] == "table" and t["instant"] for t in table["targets"])
+    assert all("by (instance" in expr for expr in columns.values())
+    assert "calendar_slot_expiration_last_success_timestamp_seconds" in shown["since last success"]
+    assert "calendar_slot_expiration_backlog" in shown["backlog"]
+    assert "calendar_slot_expiration_cycles_total" in shown["cycles ok (range)"]
+    assert "process_resident_memory_bytes" in shown["resident memory"]
+
+
+def test_the_dashboard_links_the_runbook_and_its_sections_under_the_runbook_base() -> None:
+    (link,) = dashboard()["links"]
+    section_links = [link for p in panels() for link in p.get("links", [])]
+
+    assert link["url"] == RUNBOOK_BASE
+    assert section_links
+    for section in section_links:
+        base, _, anchor = section["url"].partition("#")
+        assert base == RUNBOOK_BASE
+        assert anchor in runbook_anchors()

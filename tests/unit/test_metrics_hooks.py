@@ -44,6 +44,8 @@ def test_every_metric_has_the_name_and_type_the_spec_and_the_issue_give() -> Non
         f"{P}_skipped_ticks": "counter",
         f"{P}_misconfigured": "gauge",
         f"{P}_clock_skew_seconds": "gauge",
+        f"{P}_interval_seconds": "gauge",
+        f"{P}_quarantined_slots": "gauge",
         f"{P}_http_bad_requests": "counter",
         f"{P}_build_info": "gauge",
     }
@@ -73,6 +75,8 @@ def test_every_outcome_is_exported_at_zero_before_any_cycle() -> None:
         assert _value(hooks, f"{P}_cycles_total", outcome=outcome) == 0
     assert _value(hooks, f"{P}_last_success_timestamp_seconds") == 0
     assert _value(hooks, f"{P}_backlog") == 0
+    assert _value(hooks, f"{P}_interval_seconds") == 0
+    assert _value(hooks, f"{P}_quarantined_slots") == 0
 
 
 def test_items_skip_locked_and_errors_are_counted_per_batch_as_each_commits() -> None:
@@ -170,6 +174,21 @@ def test_the_clock_skew_of_each_cycle_is_exported() -> None:
     hooks.clock_compared(uuid4(), -4.5)
 
     assert _value(hooks, f"{P}_clock_skew_seconds") == -4.5
+
+
+def test_the_loops_interval_is_exported_when_the_loop_starts() -> None:
+    hooks, _, _ = _hooks()
+    hooks.loop_started(3_600.0, 500)
+
+    assert _value(hooks, f"{P}_interval_seconds") == 3_600
+
+
+def test_the_quarantine_gauge_follows_the_last_count_measured() -> None:
+    hooks, _, _ = _hooks()
+    hooks.quarantine_measured(3)
+    hooks.quarantine_measured(1)
+
+    assert _value(hooks, f"{P}_quarantined_slots") == 1
 
 
 def test_each_skipped_tick_is_counted() -> None:

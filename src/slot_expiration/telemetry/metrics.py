@@ -4,7 +4,8 @@ Items are counted per batch as each batch commits, so a cycle that fails after
 some batches committed still counts what those did; the backlog is measured
 after every cycle, failed ones included. Metrics carry no slot, tenant or
 database detail: the only labels are `outcome`, the histogram's `le` and the
-build info's `version`.
+build info's `version`. The loop's interval is exported so that the alert on
+the last success can follow it (three intervals, at least 30 minutes).
 """
 
 from __future__ import annotations
@@ -133,6 +134,17 @@ class MetricsHooks(NoHooks):
             "Ticks dropped because the previous cycle was still running.",
             registry=registry,
         )
+        self.interval = Gauge(
+            f"{PREFIX}_interval_seconds",
+            "Seconds between the loop's ticks (--interval-seconds); 0 until the loop starts.",
+            registry=registry,
+        )
+        self.quarantined = Gauge(
+            f"{PREFIX}_quarantined_slots",
+            "Slots in quarantine now: rejected by the database, still Available and retried "
+            "on their backoff (parked ones are not counted).",
+            registry=registry,
+        )
         self.http_bad_requests = Counter(
             f"{PREFIX}_http_bad_requests",
             "Malformed HTTP requests to the endpoint, answered 400 (431 for an oversized head) "
@@ -178,6 +190,13 @@ class MetricsHooks(NoHooks):
 
     def tick_skipped(self, skipped_ticks_total: int) -> None:
         self.skipped_ticks.inc()
+
+    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
+        self.interval.set(interval_seconds)
+
+    def quarantine_measured(self, count: int) -> None:
+        """The slots in quarantine now, parked ones apart (the cycle reports it)."""
+        self.quarantined.set(count)
 
 
 def exported_metric_names(registry: CollectorRegistry) -> set[str]:
