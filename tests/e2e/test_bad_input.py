@@ -138,7 +138,7 @@ CASES = [
         "backoff-max-below-base",
         once("--poison-backoff-seconds", "600", "--poison-backoff-max-seconds", "60"),
         USAGE,
-        r"poison_backoff_max_seconds must be at least poison_backoff_seconds",
+        r"--poison-backoff-max-seconds must be at least --poison-backoff-seconds",
     ),
     Case(
         "prepared-statements-maybe-in-env",

@@ -242,6 +242,17 @@ async def test_an_oversized_request_head_is_answered_431_and_counted() -> None:
     assert pages.bad_requests == 1
 
 
+async def test_a_whole_oversized_request_head_in_one_write_is_answered_431_too() -> None:
+    pages = Pages()
+    head = b"GET / HTTP/1.1\r\nhost: x\r\nx-pad: " + b"a" * 64_000 + b"\r\n\r\n"
+    async with served(pages) as server, await WireClient.connect(server.port) as client:
+        await client.send(head)
+        answer = await client.raw_answer()
+
+    assert answer.startswith(b"HTTP/1.1 431 "), answer
+    assert pages.bad_requests == 1
+
+
 async def test_keep_alive_serves_a_scraper_many_requests_on_one_connection() -> None:
     async with served(Pages()) as server, await WireClient.connect(server.port) as client:
         answers = [await client.get(f"/scrape-{n}") for n in range(5)]

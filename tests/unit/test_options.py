@@ -169,7 +169,7 @@ def test_the_batch_pause_is_off_by_default_and_bounded_to_a_minute() -> None:
 def test_a_batch_pause_as_long_as_the_cycle_budget_is_rejected() -> None:
     message = str(_options_error(batch_pause_seconds=30, max_cycle_seconds=30))
 
-    assert "batch_pause_seconds must be below max_cycle_seconds" in message
+    assert "--batch-pause-seconds must be below --max-cycle-seconds" in message
 
 
 def test_an_unknown_log_format_is_rejected_naming_the_option() -> None:

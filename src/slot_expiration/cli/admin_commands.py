@@ -57,10 +57,11 @@ def grant(
         ),
         settings,
     )
+    # SQL comments: the whole output is a script psql runs as it is (a reviewed dry run).
     for statement in report.statements:
         click.echo(f"{statement.rstrip().rstrip(';')};")
     for line in describe(report):
-        click.echo(line)
+        click.echo(f"-- {line}")
 
 
 def describe(report: GrantReport) -> list[str]:
@@ -88,7 +89,7 @@ def _inherited(held: Iterable[HeldPrivilege]) -> list[str]:
     for privilege in held:
         by_source[", ".join(privilege.via)].append(privilege.privilege)
     return [
-        f"can still {_privileges(privileges)} "
+        f"can {_privileges(privileges)} "
         + ("via PUBLIC" if source == "PUBLIC" else f"via membership in {source}")
         + " (grant does not touch that: revoke the membership or that role's grants)"
         for source, privileges in by_source.items()

@@ -46,7 +46,8 @@ def list_command(database_url: str | None, limit: int, json_output: bool) -> Non
     if json_output:
         click.echo(json.dumps([_as_json(entry) for entry in entries]))
         return
-    click.echo(f"{total} slot(s) in quarantine, still Available (the latest {len(entries)} below)")
+    shown = f" (the latest {len(entries)} below)" if entries else ""
+    click.echo(f"{total} slot(s) in quarantine, still Available{shown}")
     for entry in entries:
         click.echo(
             f"{entry.slot_id}  attempts {entry.attempts}  next {entry.next_attempt_at.isoformat()}"

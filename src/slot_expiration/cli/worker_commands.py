@@ -9,12 +9,14 @@ from typing import Any
 
 import click
 
-from slot_expiration.cli.common import guarded, required_url, settings_from
+from slot_expiration.cli.common import guarded, required_url, settings_from, store_failure
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cli.option_flags import option, options
 from slot_expiration.cli.warnings import log_unknown_variables
 from slot_expiration.cycle import CycleResult
-from slot_expiration.options import CycleOptions, DatabaseOptions, WorkerOptions
+from slot_expiration.loop import CycleBudgetExceededError
+from slot_expiration.options import CycleOptions, DatabaseOptions, WorkerOptions, url_secrets
+from slot_expiration.store import SlotStoreError
 from slot_expiration.store.schema_version import upgrade
 from slot_expiration.telemetry import configure_logging
 from slot_expiration.worker import CycleCutShortError, run_once, run_worker
@@ -74,13 +76,43 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
     configure_logging(settings.log_format)
     log_unknown_variables()
     try:
-        result = guarded(lambda: asyncio.run(run_once(settings, moment)), settings)
+        result = guarded(
+            lambda: asyncio.run(run_once(settings, moment, as_of_is_now=as_of is None)), settings
+        )
     except CycleCutShortError as cut:
         if json_output:
             click.echo(json.dumps(cut.partial.summary()))
         code = ExitCode.INTERRUPTED if cut.interrupted else ExitCode.FAILURE
-        fail(str(cut), code)
+        fail(cut_short_line(cut, settings), code, url_secrets(required_url(settings)))
     click.echo(json.dumps(result.summary()) if json_output else _one_line(result))
+
+
+def cut_short_line(cut: CycleCutShortError, settings: CycleOptions) -> str:
+    """What stopped the cycle, with its SQLSTATE and fix, and what did commit."""
+    tally = cut.partial
+    committed = f"{tally.expired_count} {_plural(tally.expired_count, 'row')} expired in " + (
+        f"{tally.batches} committed {_plural(tally.batches, 'batch')}"
+    )
+    in_flight = "the batch in flight was rolled back" if cut.in_flight else "no batch was in flight"
+    failure = cut.failure
+    if cut.interrupted:
+        return f"interrupted: {committed}; {in_flight}"
+    if isinstance(failure, CycleBudgetExceededError):
+        return f"the cycle ran past its budget of {failure.budget_seconds:g} s: {committed}; " + (
+            in_flight
+        )
+    cause = (
+        store_failure(failure, required_url(settings))
+        if isinstance(failure, SlotStoreError)
+        else str(failure)
+    )
+    return cause if tally.batches == 0 else f"{cause}; before it, {committed}; {in_flight}"
+
+
+def _plural(count: int, word: str) -> str:
+    if count == 1:
+        return word
+    return f"{word}es" if word.endswith("ch") else f"{word}s"
 
 
 def _one_line(result: CycleResult) -> str:

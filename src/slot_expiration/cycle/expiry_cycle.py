@@ -99,7 +99,8 @@ class ExpiryCycle:
 
     async def _backlog(self, store: SlotStore, run: CycleRun) -> int:
         async with store.transaction():
-            backlog = await store.count_backlog_capped(run.as_of, BACKLOG_COUNT_CAP)
+            at = None if run.as_of_is_now else run.as_of
+            backlog = await store.count_backlog_capped(at, BACKLOG_COUNT_CAP)
         run.observer.backlog_measured(run.run_id, backlog)
         return backlog
 
@@ -217,8 +218,15 @@ def misconfigured(preflight: Preflight) -> MisconfiguredStoreError:
         return SchemaMissingError(problems, UNDEFINED_TABLE)
     if any(problem.startswith("column ") for problem in preflight.problems):
         return SchemaMissingError(problems, UNDEFINED_COLUMN)
+    fixes = []
+    if any(problem.startswith("no ") for problem in preflight.problems):
+        fixes.append(
+            "as the owner of availability_slots, run "
+            f"`slot-expiration grant --role {preflight.role}`"
+        )
+    if any(problem.startswith("row-level security") for problem in preflight.problems):
+        fixes.append(f"ALTER ROLE {preflight.role} BYPASSRLS (a superuser can)")
     return MisconfiguredStoreError(
-        f"role {preflight.role} cannot run a cycle: {problems}; as the owner of "
-        f"availability_slots, run `slot-expiration grant --role {preflight.role}`",
+        f"role {preflight.role} cannot run a cycle: {problems}; {'; '.join(fixes)}",
         INSUFFICIENT_PRIVILEGE,
     )

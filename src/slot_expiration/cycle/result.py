@@ -73,7 +73,9 @@ class StopReason(StrEnum):
     # A cycle cut short reports what its committed batches did, with one of these:
     INTERRUPTED = "interrupted"  # cancelled: the batch in flight rolled back
     BUDGET_EXCEEDED = "budget_exceeded"  # past its budget: the batch in flight rolled back
-    FAILED = "failed"  # an error: the batch in flight rolled back
+    FAILED = "failed"  # a transient error: the batch in flight rolled back
+    MISCONFIGURED = "misconfigured"  # a login, a grant, a table: a person must act
+    CLOCK_SKEW = "clock_skew"  # the worker's clock ahead of the database's
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,9 @@ class CycleRun:
 
     run_id: UUID
     as_of: datetime
+    # AsOf is the worker's clock now (not an operator's chosen moment): the backlog left
+    # is then counted on the database's clock, which a skewed host clock cannot bend.
+    as_of_is_now: bool = False
     observer: BatchObserver = field(default_factory=NoBatchObserver)
     stop_requested: Callable[[], bool] = _never
     deadline: float | None = None

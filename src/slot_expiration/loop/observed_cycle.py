@@ -21,6 +21,10 @@ class Cycle(Protocol):
 class CycleBudgetExceededError(TimeoutError):
     """The cycle ran past its budget; it was abandoned and its batch rolled back."""
 
+    def __init__(self, message: str, budget_seconds: float) -> None:
+        super().__init__(message)
+        self.budget_seconds = budget_seconds
+
 
 # Once a cycle is cancelled (budget spent, or shutdown), how long it may take to
 # unwind before it is cancelled again. The first cancellation lets the driver ask
@@ -33,12 +37,14 @@ def _never() -> bool:
     return False
 
 
-async def observed_cycle(
+async def observed_cycle(  # noqa: PLR0913 - the clock's two facts and the stop travel apart
     cycle: Cycle,
     hooks: CycleHooks,
     budget_seconds: float,
     as_of: datetime,
     stop: StopSignal | None = None,
+    *,
+    as_of_is_now: bool = False,
 ) -> CycleResult:
     """Run one cycle within `budget_seconds`; every outcome reaches the hooks exactly once.
 
@@ -49,6 +55,7 @@ async def observed_cycle(
     run = CycleRun(
         run_id=uuid4(),
         as_of=as_of,
+        as_of_is_now=as_of_is_now,
         observer=hooks,
         stop_requested=_never if stop is None else stop.requested.is_set,
         pause=asyncio.sleep if stop is None else stop.pause,
@@ -85,7 +92,8 @@ async def _within_budget(work: Coroutine[Any, Any, CycleResult], budget: float) 
     detail = "" if task.cancelled() else f" ({task.exception()})"
     raise CycleBudgetExceededError(
         f"the cycle ran past its budget of {budget:g} s and its batch in flight "
-        f"was rolled back{detail}"
+        f"was rolled back{detail}",
+        budget,
     )
 
 

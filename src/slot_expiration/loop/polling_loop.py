@@ -72,6 +72,7 @@ class PollingLoop:
                 self._timing.max_cycle_seconds,
                 self._now(),
                 stop=self._stop,
+                as_of_is_now=True,
             )
         except asyncio.CancelledError:
             self.stats.cycles_failed += 1

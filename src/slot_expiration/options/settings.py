@@ -63,6 +63,12 @@ class DatabaseOptions(BaseSettings):
         ),
     ] = None
 
+    @field_validator("database_url", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        # SLOT_EXPIRATION_DATABASE_URL= (set but empty) means no URL, not a wrong one.
+        return None if value == "" else value
+
     @field_validator("database_url")
     @classmethod
     def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
@@ -106,6 +112,7 @@ class CycleOptions(DatabaseOptions):
     batch_pause_seconds: Annotated[
         float,
         Field(
+            allow_inf_nan=False,
             ge=0,
             le=60,
             description="Drain mode: the pause after each batch before the next, leaving the "
@@ -115,6 +122,7 @@ class CycleOptions(DatabaseOptions):
     max_cycle_seconds: Annotated[
         float,
         Field(
+            allow_inf_nan=False,
             gt=0,
             le=3_600,
             description="Budget of one cycle: past it the batch in flight is rolled back; also "
@@ -124,6 +132,7 @@ class CycleOptions(DatabaseOptions):
     lock_timeout_seconds: Annotated[
         float,
         Field(
+            allow_inf_nan=False,
             gt=0,
             le=3_600,
             description="How long a statement may wait for a lock (a migration's table lock, "
@@ -133,6 +142,7 @@ class CycleOptions(DatabaseOptions):
     poison_backoff_seconds: Annotated[
         float,
         Field(
+            allow_inf_nan=False,
             gt=0,
             le=86_400,
             description="A row the database rejects is retried after this long, the wait "
@@ -142,6 +152,7 @@ class CycleOptions(DatabaseOptions):
     poison_backoff_max_seconds: Annotated[
         float,
         Field(
+            allow_inf_nan=False,
             gt=0,
             le=30 * 86_400,
             description="The longest wait before a rejected row is retried; at least "
@@ -151,6 +162,7 @@ class CycleOptions(DatabaseOptions):
     max_clock_skew_seconds: Annotated[
         float,
         Field(
+            allow_inf_nan=False,
             ge=1,
             le=3_600,
             description="A cycle expires nothing while the worker's clock runs further ahead of "
@@ -173,14 +185,16 @@ class CycleOptions(DatabaseOptions):
     @model_validator(mode="after")
     def _backoff_range(self) -> Self:
         if self.poison_backoff_max_seconds < self.poison_backoff_seconds:
-            raise ValueError("poison_backoff_max_seconds must be at least poison_backoff_seconds")
+            raise ValueError(
+                "--poison-backoff-max-seconds must be at least --poison-backoff-seconds"
+            )
         return self
 
     @model_validator(mode="after")
     def _pause_within_budget(self) -> Self:
         # A pause as long as the budget would leave no time for a second batch.
         if self.batch_pause_seconds >= self.max_cycle_seconds:
-            raise ValueError("batch_pause_seconds must be below max_cycle_seconds")
+            raise ValueError("--batch-pause-seconds must be below --max-cycle-seconds")
         return self
 
     @property
@@ -198,6 +212,7 @@ class WorkerOptions(CycleOptions):
     interval_seconds: Annotated[
         float,
         Field(
+            allow_inf_nan=False,
             ge=MIN_INTERVAL_SECONDS,
             le=86_400,
             description="Seconds between ticks (fixed rate); shorter than a second would only "
@@ -207,6 +222,7 @@ class WorkerOptions(CycleOptions):
     shutdown_grace_seconds: Annotated[
         float,
         Field(
+            allow_inf_nan=False,
             ge=0,
             le=3_600,
             description="On SIGTERM/SIGINT, how long the cycle in flight may still commit; "

@@ -134,7 +134,7 @@ def _schema_json(schema: SchemaState, latest: str | None) -> dict[str, Any]:
     return {
         "revision": schema.revision,
         "latest": latest,
-        "up_to_date": schema.revision == latest,
+        "up_to_date": schema.revision == latest and schema.fits,
         "contract_mismatches": list(schema.contract_mismatches),
         "missing_tables": list(schema.missing_tables),
     }

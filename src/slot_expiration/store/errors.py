@@ -137,14 +137,19 @@ class MisconfiguredStoreError(SlotStoreError):
 
 
 class SchemaMissingError(MisconfiguredStoreError):
-    """The database answers but the worker's tables do not exist yet (or not all)."""
+    """The database answers but a table the worker needs is missing (42P01: `migrate`
+    creates it), or a column of the calendar's table contract is (42703: the calendar's
+    table changed; `migrate` cannot put it back)."""
 
     def __init__(self, detail: str | None = None, sqlstate: str = UNDEFINED_TABLE) -> None:
         found = f"{detail}: " if detail else ""
-        super().__init__(
-            f"{found}the schema is missing or out of date: run `slot-expiration migrate` first",
-            sqlstate,
+        fix = (
+            "availability_slots no longer fits the calendar's table contract "
+            "(`slot-expiration status` names what differs); restore it, migrate cannot"
+            if sqlstate == UNDEFINED_COLUMN
+            else "the schema is missing or out of date: run `slot-expiration migrate` first"
         )
+        super().__init__(f"{found}{fix}", sqlstate)
 
 
 class NotQuarantinedError(SlotStoreError):

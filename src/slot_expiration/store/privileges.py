@@ -62,13 +62,17 @@ class NotOwnerError(SlotStoreError):
         )
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class TablePrivilege:
     """A privilege on one of the product's tables; `column` for a column's own."""
 
     relation: str
     privilege: Privilege
     column: str | None = None
+
+    def sort_key(self) -> tuple[str, str, str]:
+        """Table-wide first, then by column (None does not compare with a name)."""
+        return (self.relation, self.privilege.value, self.column or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +137,17 @@ class _Grants:
         rows = await self._session.rows("grant_target", {"role": self._role})
         if not rows:
             raise SchemaMissingError("table availability_slots does not exist")
-        role_oid, schema, owner, we_own, role_owns, superuser, connecting = rows[0]
+        role_oid, schema, owner, we_own, role_owns, superuser, connecting, predefined = rows[0]
         if role_oid is None:
             raise UnknownRoleError(self._role)
         if not we_own:
             raise NotOwnerError(owner)
-        refusal = _refusal(self._role, owner, role_owns, superuser, connecting)
+        refusal = _refusal(self._role, owner, role_owns, superuser, connecting) or (
+            f"role {self._role!r} is a predefined role of PostgreSQL: every member of it "
+            "would get the worker's privileges; give the worker its own role"
+            if predefined
+            else None
+        )
         if refusal:
             raise GrantRefusedError(f"{refusal}; nothing was changed")
         return str(schema)
@@ -159,10 +168,11 @@ class _Grants:
             mode=self._mode,
             statements=tuple(self._session.render(s) for s in statements),
             applied=apply,
-            can=tuple(sorted(effective)),
-            missing=tuple(sorted(set(wanted) - effective)),
-            extra_direct=tuple(sorted(h.privilege for h in extras if h.direct)),
-            extra_inherited=tuple(h for h in extras if h.via and not h.direct),
+            can=_sorted(effective),
+            missing=_sorted(set(wanted) - effective),
+            extra_direct=_sorted(h.privilege for h in extras if h.direct),
+            # Held through a membership too: revoking the direct grant would not take it.
+            extra_inherited=tuple(h for h in extras if h.via),
         )
 
     async def _wanted(self) -> list[TablePrivilege]:
@@ -241,7 +251,11 @@ def _revoked(
             revoke.add(TablePrivilege(privilege.relation, Privilege.UPDATE))
         else:
             revoke.add(privilege)
-    return _grouped(sorted(revoke))
+    return _grouped(_sorted(revoke))
+
+
+def _sorted(privileges: Iterable[TablePrivilege]) -> tuple[TablePrivilege, ...]:
+    return tuple(sorted(privileges, key=TablePrivilege.sort_key))
 
 
 def _grouped(

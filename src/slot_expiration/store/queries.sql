@@ -128,14 +128,22 @@ SELECT clock_timestamp() AS server_clock,
        coalesce(array_agg(r.problem ORDER BY r.ordinal), '{}') AS problems
 FROM (
     -- include: worker_requirement_problems
+    UNION ALL
+    -- The worker is a cross-tenant system job: a tenant policy would hide rows from it
+    -- and it would report nothing due.
+    SELECT 99, 'row-level security on availability_slots hides rows from this role'
+    WHERE to_regclass('availability_slots') IS NOT NULL
+      AND row_security_active('availability_slots')
 ) AS r;
 
 -- name: count_backlog_capped
 -- What is still due after a cycle, counted cheaply: an index-only walk that
--- stops at `cap` rows (the cap sits far above the alert threshold).
+-- stops at `cap` rows (the cap sits far above the alert threshold). Due at
+-- `as_of`, or (NULL) at the database's clock: a worker's clock that runs
+-- slow or fast must not make the backlog look smaller or larger.
 SELECT count(*) FROM (
     SELECT FROM availability_slots
-    WHERE status = 'Available' AND start_at <= %(as_of)s
+    WHERE status = 'Available' AND start_at <= coalesce(%(as_of)s::timestamptz, now())
     LIMIT %(cap)s
 ) AS due;
 

@@ -121,8 +121,8 @@ class SlotStore:
     async def count_backlog(self, as_of: datetime) -> int:
         return int(await self._session.value("count_backlog", {"as_of": as_of}))
 
-    async def count_backlog_capped(self, as_of: datetime, cap: int) -> int:
-        """Available rows due at `as_of`, counted up to `cap` at most."""
+    async def count_backlog_capped(self, as_of: datetime | None, cap: int) -> int:
+        """Available rows due at `as_of` (None: the database's now), up to `cap` at most."""
         params = {"as_of": as_of, "cap": cap}
         return int(await self._session.value("count_backlog_capped", params))
 

@@ -145,6 +145,7 @@ class _Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._deadline: asyncio.TimerHandle | None = None
         self._request: Request | None = None
+        self._head_bytes = 0  # received since the last answer, before a head was whole
         self._can_write = True
         self.task: asyncio.Task[None] | None = None
 
@@ -157,6 +158,13 @@ class _Connection(asyncio.Protocol):
         self._wait_for_request()
 
     def data_received(self, data: bytes) -> None:
+        # h11 bounds only a head still incomplete: a whole oversized one in one read
+        # would pass it, so the bytes before a head are counted here too.
+        if self._request is None and self.task is None:
+            self._head_bytes += len(data)
+            if self._head_bytes > self._pool.limits.max_request_head_bytes:
+                self._reject(h11.RemoteProtocolError("request head too large", 431))
+                return
         self._http.receive_data(data)
         self._advance()
 
@@ -261,6 +269,7 @@ class _Connection(asyncio.Protocol):
         """Keep the connection for the client's next request, or close it after this one."""
         assert self._transport is not None
         self._request = None
+        self._head_bytes = 0
         # Idle again: evictable, and cut at the deadline if it does not read its answer.
         self._wait_for_request()
         if self._http.our_state is not h11.DONE or self._http.their_state is not h11.DONE:

@@ -68,12 +68,13 @@ class Readiness(NoHooks):
         # A transient failure leaves what was known of the configuration as it was.
 
     async def report(self) -> ReadinessReport:
-        if self._needs_a_person is not None:
-            return self._not_ready(self._scrub(self._needs_a_person), None)
         if self._probe is None or self._probe.done():
             self._probe = asyncio.get_running_loop().create_task(self._check())
         # A caller cancelled (its client went away) leaves the probe to the others.
-        return await asyncio.shield(self._probe)
+        probed = await asyncio.shield(self._probe)
+        if self._needs_a_person is None:
+            return probed
+        return self._not_ready(self._scrub(self._needs_a_person), probed.schema_revision)
 
     async def _check(self) -> ReadinessReport:
         try:

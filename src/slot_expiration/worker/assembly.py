@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Final
 from uuid import UUID
 
 from slot_expiration.cycle import (
@@ -14,9 +15,11 @@ from slot_expiration.cycle import (
     CycleResult,
     CycleTally,
     ExpiryCycle,
+    FailureKind,
     PoisonBackoff,
     StopReason,
     StoreFactory,
+    failure_kind,
     misconfigured,
 )
 from slot_expiration.loop import (
@@ -76,51 +79,71 @@ async def check_ready(options: CycleOptions) -> None:
 
 
 class CycleCutShortError(Exception):
-    """A cycle stopped before it finished; `partial` adds up what its committed batches
-    did (a drain may have committed many before the batch in flight rolled back)."""
+    """A cycle stopped before it finished: `failure` is why, `partial` adds up what its
+    committed batches did (a drain may have committed many before it stopped), and
+    `in_flight` whether a batch was running then (it rolled back)."""
 
-    def __init__(self, message: str, partial: CycleResult, *, interrupted: bool) -> None:
-        super().__init__(message)
+    def __init__(self, failure: BaseException, partial: CycleResult, *, in_flight: bool) -> None:
+        super().__init__(str(failure) or type(failure).__name__)
+        self.failure = failure
         self.partial = partial
-        self.interrupted = interrupted
+        self.in_flight = in_flight
+
+    @property
+    def interrupted(self) -> bool:
+        return isinstance(self.failure, asyncio.CancelledError)
+
+
+# The stop_reason of a cycle cut short, by why it stopped.
+CUT_SHORT: Final = {
+    FailureKind.TRANSIENT: StopReason.FAILED,
+    FailureKind.STOPPED: StopReason.INTERRUPTED,
+    FailureKind.BUDGET_EXCEEDED: StopReason.BUDGET_EXCEEDED,
+    FailureKind.MISCONFIGURED: StopReason.MISCONFIGURED,
+    FailureKind.CLOCK_SKEW: StopReason.CLOCK_SKEW,
+}
 
 
 class _Committed(NoHooks):
-    """Adds up the batches a cycle committed, as they commit."""
+    """Adds up the batches a cycle committed, as they commit, and knows whether one
+    is running."""
 
     def __init__(self) -> None:
         self.tally: CycleTally | None = None
+        self._started_batches = 0
 
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         self.tally = CycleTally(run_id, as_of)
+
+    def batch_started(self, run_id: UUID, number: int) -> None:
+        self._started_batches = number
 
     def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
         if self.tally is not None:
             self.tally.add(batch)
 
     def cut_short(self, failure: BaseException, started: float) -> CycleCutShortError | None:
-        """What to tell of a cycle that failed after committing something (None: nothing
-        committed, and the failure speaks for itself)."""
+        """What a cycle that started and then failed did (None: it never started)."""
         if self.tally is None:
             return None
-        interrupted = isinstance(failure, asyncio.CancelledError)
-        if not interrupted and self.tally.batches == 0:
-            return None
-        reason = (
-            StopReason.INTERRUPTED
-            if interrupted
-            else StopReason.BUDGET_EXCEEDED
-            if isinstance(failure, CycleBudgetExceededError)
-            else StopReason.FAILED
+        budget = isinstance(failure, CycleBudgetExceededError)
+        kind = (
+            FailureKind.STOPPED
+            if isinstance(failure, asyncio.CancelledError)
+            else failure_kind(failure, budget_exceeded=budget)
         )
-        partial = self.tally.result((time.monotonic() - started) * 1000.0, reason, backlog=None)
-        cause = "interrupted" if interrupted else str(failure)
-        message = f"{cause}: {self.tally.committed()}; the batch in flight was rolled back"
-        return CycleCutShortError(message, partial, interrupted=interrupted)
+        elapsed_ms = (time.monotonic() - started) * 1000.0
+        partial = self.tally.result(elapsed_ms, CUT_SHORT[kind], backlog=None)
+        in_flight = self._started_batches > self.tally.batches
+        return CycleCutShortError(failure, partial, in_flight=in_flight)
 
 
 async def run_once(
-    options: CycleOptions, as_of: datetime, hooks: CycleHooks | None = None
+    options: CycleOptions,
+    as_of: datetime,
+    hooks: CycleHooks | None = None,
+    *,
+    as_of_is_now: bool = False,
 ) -> CycleResult:
     """The `once` command: one cycle under the budget, logged like the loop's cycles.
 
@@ -135,7 +158,9 @@ async def run_once(
         started = time.monotonic()
         try:
             cycle = build_cycle(options)
-            return await observed_cycle(cycle, traced, options.max_cycle_seconds, as_of)
+            return await observed_cycle(
+                cycle, traced, options.max_cycle_seconds, as_of, as_of_is_now=as_of_is_now
+            )
         except (asyncio.CancelledError, Exception) as failure:
             if (cut := committed.cut_short(failure, started)) is not None:
                 raise cut from None
