@@ -15,6 +15,7 @@ from psycopg import sql
 from slot_expiration.domain import SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.store import ErrorFamily, SlotStoreError
+from slot_expiration.store.housekeeping import Housekeeping, record_cycle
 from slot_expiration.store.privileges import (
     GrantMode,
     GrantRefusedError,
@@ -26,6 +27,7 @@ from slot_expiration.store.privileges import (
 )
 from tests.support.cycles import run_cycle
 from tests.support.database import SlotDatabase
+from tests.support.history import cycle_record, recorded_run_ids
 from tests.support.roles import PasswordRole, password_role
 from tests.support.slots import AS_OF, make_slot, past_slots
 
@@ -36,6 +38,19 @@ pytestmark = pytest.mark.integration
 def role(pg_server: EmbeddedPostgres) -> Iterator[PasswordRole]:
     with password_role(pg_server) as created:
         yield created
+
+
+async def test_the_granted_role_records_its_cycles_and_purges_the_history(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await grant_privileges(db.url, role.name)
+    old, recent = cycle_record(AS_OF - timedelta(days=20)), cycle_record(AS_OF)
+    await record_cycle(Housekeeping(db.url, timedelta(days=14)), old)
+
+    purged = await record_cycle(Housekeeping(role.url_for(db.url), timedelta(days=14)), recent)
+
+    assert purged.cycles == 1
+    assert await recorded_run_ids(db) == [recent.run_id]
 
 
 async def test_the_granted_role_runs_cycles_and_keeps_its_quarantine(
@@ -120,6 +135,9 @@ WORKER_TABLE_GRANTS = {
     ("slot_expiration_failures", "UPDATE"),
     ("slot_expiration_failures", "DELETE"),
     ("slot_expiration_alembic_version", "SELECT"),
+    ("slot_expiration_cycles", "SELECT"),
+    ("slot_expiration_cycles", "INSERT"),
+    ("slot_expiration_cycles", "DELETE"),
 }
 
 
@@ -227,6 +245,7 @@ async def test_read_only_grants_reading_and_nothing_else(
         ("availability_slots", "SELECT"),
         ("slot_expiration_failures", "SELECT"),
         ("slot_expiration_alembic_version", "SELECT"),
+        ("slot_expiration_cycles", "SELECT"),
     }
     assert report.exact
 
