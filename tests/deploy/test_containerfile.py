@@ -34,8 +34,11 @@ INSTALL_TIMEOUT_SECONDS = 300
 
 def _hadolint(path: Path) -> list[dict[str, object]]:
     done = subprocess.run(
-        [str(HADOLINT), "--format", "json", "--failure-threshold", "style",
-         "--disable-ignore-pragma", str(path)],  # fmt: skip
+        [
+            str(HADOLINT),
+            *("--format", "json", "--failure-threshold", "style"),
+            *("--disable-ignore-pragma", str(path)),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
