@@ -33,14 +33,17 @@ ensure_postgres() {
 
 # Real tools the test suite checks the product against: promtool and a Prometheus
 # server (metrics, alert rules), pgbouncer (a pooler in transaction mode), systemd-analyze
-# (the systemd unit of the deploy kit).
-TEST_TOOLS_PACKAGES="prometheus pgbouncer systemd"
+# (the systemd unit of the deploy kit), Chromium and its WebDriver (the `ui` page in a real
+# headless browser; Selenium drives Debian's builds, nothing downloads a browser).
+TEST_TOOLS_PACKAGES="prometheus pgbouncer systemd chromium chromium-driver"
 
 ensure_test_tools() {
     local missing=""
     command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || missing="prometheus"
     command -v pgbouncer >/dev/null 2>&1 || missing="$missing pgbouncer"
     command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
+    command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+    command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
     [ -z "$missing" ] && return 0
     echo "setup: installing test tools (apt-get install $TEST_TOOLS_PACKAGES)" >&2
     as_root apt-get update -qq

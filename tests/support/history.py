@@ -8,6 +8,14 @@ from uuid import UUID, uuid4
 from slot_expiration.store.history_store import CycleOutcome, CycleRecord
 from tests.support.database import SlotDatabase
 
+_ERROR_TYPES = {
+    CycleOutcome.FAILED: "TransientStoreError",
+    CycleOutcome.MISCONFIGURED: "MisconfiguredStoreError",
+    CycleOutcome.CLOCK_SKEW: "ClockSkewError",
+    CycleOutcome.BUDGET_EXCEEDED: "CycleBudgetExceededError",
+    CycleOutcome.INTERRUPTED: "CycleCancelledError",
+}
+
 
 def cycle_record(
     ended_at: datetime,
@@ -35,7 +43,7 @@ def cycle_record(
         batches=0 if failed else 1,
         duration_ms=40.0,
         backlog=backlog,
-        error_type=("TransientStoreError" if failed else None),
+        error_type=_ERROR_TYPES.get(outcome) if failed else None,
         sqlstate=sqlstate,
         error=(error or "the server went away") if failed else None,
     )

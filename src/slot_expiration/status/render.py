@@ -34,7 +34,7 @@ def render_text(report: StatusReport) -> str:
         _row("last failure", _part(report.cycles, lambda c: _last(c.last_failure, report))),
         _row("last hour", _part(report.cycles, _recent_header)),
         *_details(report.cycles, lambda c: c.recent_by_instance().items(), _instance),
-        _row("schema", _part(report.schema, lambda s: _schema(s, report.latest_revision))),
+        _row("schema", _part(report.schema, lambda s: schema_text(s, report.latest_revision))),
         _row("slots", _part(report.counts, _counts)),
         _row("backlog", _part(report.backlog, lambda n: _backlog(n, report.backlog_capped))),
         _row("oldest overdue", _part(report.oldest_overdue, lambda s: _oldest(report))),
@@ -42,7 +42,7 @@ def render_text(report: StatusReport) -> str:
         *_details(report.worker_sessions, _session),
         _row("failed slots", _part(report.quarantine, _failed_header)),
         *_details(report.quarantine, lambda q: q.latest, _failed),
-        _row("index", _part(report.index, _index)),
+        _row("index", _part(report.index, index_text)),
     ]
     return "\n".join(lines)
 
@@ -64,7 +64,7 @@ def _details(part: Any, *steps: Callable[[Any], Any]) -> list[str]:
     return [f"  {render(item)}" for item in items]
 
 
-def _schema(schema: SchemaState, latest: str | None) -> str:
+def schema_text(schema: SchemaState, latest: str | None) -> str:
     problems = [
         *schema.contract_mismatches,
         *(f"table {t} is missing" for t in schema.missing_tables),
@@ -176,7 +176,7 @@ def _failed(failed: FailedSlot) -> str:
     )
 
 
-def _index(index: SelectionIndex) -> str:
+def index_text(index: SelectionIndex) -> str:
     size = _table_size(index.size)
     if not index.exists:
         return f"{SELECTION_INDEX} is MISSING; the selection reads: {index.scan}; {size}"

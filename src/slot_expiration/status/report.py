@@ -140,7 +140,7 @@ async def collect_status(
     Raises SchemaMissingError when there is no slot table at all: nothing to report.
     """
     async with StatusStore.connect(database_url, ApplicationName.STATUS) as store:
-        schema = await _read(store, store.schema_state)
+        schema = await read_part(store, store.schema_state)
         if isinstance(schema, SchemaState) and schema.slot_table_missing:
             raise SchemaMissingError("table availability_slots does not exist")
 
@@ -150,14 +150,14 @@ async def collect_status(
         return StatusReport(
             as_of=as_of,
             latest_revision=HEAD_REVISION,
-            cycles=await _read(store, lambda: summarize_cycles(store, as_of)),
+            cycles=await read_part(store, lambda: summarize_cycles(store, as_of)),
             schema=schema,
-            counts=await _read(store, store.counts_by_status),
-            backlog=await _read(store, lambda: store.backlog(as_of, BACKLOG_COUNT_CAP)),
-            oldest_overdue=await _read(store, lambda: store.oldest_overdue(as_of)),
-            worker_sessions=await _read(store, store.worker_sessions),
-            quarantine=await _read(store, quarantine),
-            index=await _read(store, lambda: store.selection_index(as_of, batch_size)),
+            counts=await read_part(store, store.counts_by_status),
+            backlog=await read_part(store, lambda: store.backlog(as_of, BACKLOG_COUNT_CAP)),
+            oldest_overdue=await read_part(store, lambda: store.oldest_overdue(as_of)),
+            worker_sessions=await read_part(store, store.worker_sessions),
+            quarantine=await read_part(store, quarantine),
+            index=await read_part(store, lambda: store.selection_index(as_of, batch_size)),
         )
 
 
@@ -171,7 +171,7 @@ async def summarize_cycles(store: StatusStore, as_of: datetime) -> CycleSummary:
     )
 
 
-async def _read(store: StatusStore, read: Callable[[], Awaitable[T]]) -> T | Unreadable:
+async def read_part(store: StatusStore, read: Callable[[], Awaitable[T]]) -> T | Unreadable:
     try:
         async with store.part():
             return await read()

@@ -67,9 +67,14 @@ GROUP BY h.instance, h.outcome
 ORDER BY h.instance, h.outcome;
 
 -- name: history_backlog_since
--- The backlog each cycle left, oldest first, for the chart.
-SELECT h.ended_at, h.instance, h.backlog
+-- The backlog cycles left, per bucket of `bucket_seconds` (the largest in it:
+-- every instance counts the same backlog), oldest first: a chart's points,
+-- however many cycles ran.
+SELECT to_timestamp(
+           floor(extract(epoch FROM h.ended_at) / %(bucket_seconds)s) * %(bucket_seconds)s
+       ) AS bucket,
+       max(h.backlog) AS backlog
 FROM slot_expiration_cycles AS h
 WHERE h.ended_at >= %(since)s AND h.backlog IS NOT NULL
-ORDER BY h.ended_at, h.run_id
-LIMIT %(limit)s;
+GROUP BY 1
+ORDER BY 1;

@@ -86,8 +86,9 @@ class OutcomeCount:
 
 @dataclass(frozen=True, slots=True)
 class BacklogPoint:
-    ended_at: datetime
-    instance: str
+    """The largest backlog cycles left within a bucket of time starting at `at`."""
+
+    at: datetime
     backlog: int
 
 
@@ -139,6 +140,9 @@ class HistoryStore:
         rows = await self.session.rows("history_outcomes_since", {"since": since})
         return tuple(OutcomeCount(str(i), CycleOutcome(o), int(n)) for i, o, n in rows)
 
-    async def backlog_since(self, since: datetime, limit: int) -> tuple[BacklogPoint, ...]:
-        rows = await self.session.rows("history_backlog_since", {"since": since, "limit": limit})
-        return tuple(BacklogPoint(ended_at, str(i), int(b)) for ended_at, i, b in rows)
+    async def backlog_since(
+        self, since: datetime, bucket_seconds: float
+    ) -> tuple[BacklogPoint, ...]:
+        params = {"since": since, "bucket_seconds": bucket_seconds}
+        rows = await self.session.rows("history_backlog_since", params)
+        return tuple(BacklogPoint(at, int(backlog)) for at, backlog in rows)
