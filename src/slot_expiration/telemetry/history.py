@@ -39,6 +39,9 @@ from slot_expiration.telemetry.logs import Event
 
 # How long one write (connect, insert, purge) may take; past it the row is dropped.
 WRITE_TIMEOUT_SECONDS: Final = 5.0
+# How long a stopping worker waits for the writes in flight (its last cycle's row): a
+# graceful stop's worst case counts it (tests/deploy/timing.py).
+DRAIN_TIMEOUT_SECONDS: Final = WRITE_TIMEOUT_SECONDS + 1.0
 # A database message can be long; the history keeps its start (the log has it whole).
 MAX_ERROR_CHARS: Final = 500
 
@@ -197,7 +200,11 @@ class HistoryHooks(NoHooks):
         pending = set(self._writes.pending)
         if not pending:
             return
-        limit = self._timeout_seconds + 1.0 if timeout_seconds is None else timeout_seconds
+        limit = (
+            self._timeout_seconds + DRAIN_TIMEOUT_SECONDS - WRITE_TIMEOUT_SECONDS
+            if timeout_seconds is None
+            else timeout_seconds
+        )
         _, late = await asyncio.wait(pending, timeout=limit)
         for task in late:
             task.cancel()
