@@ -16,8 +16,7 @@ from slot_expiration.domain import utc_now
 from slot_expiration.loop import StopSignal, stop_on_signals
 from slot_expiration.options import UiOptions, url_secrets
 from slot_expiration.store import SlotStoreError
-from slot_expiration.ui.server import UiServeError, serving_ui
-from slot_expiration.ui.snapshot import take_snapshot
+from slot_expiration.ui.errors import UiServeError
 
 
 @click.command()
@@ -44,6 +43,10 @@ def ui(**given: Any) -> None:
 
 
 async def _serve(settings: UiOptions, url: str) -> None:
+    # Jinja2 loads only for this command: the worker's own processes never pay for it.
+    from slot_expiration.ui.server import serving_ui  # noqa: PLC0415
+    from slot_expiration.ui.snapshot import take_snapshot  # noqa: PLC0415
+
     # A wrong URL, a refused login or a missing schema: said at start, exit 1. Later
     # failures show on the page itself (503), which keeps serving.
     await take_snapshot(url, utc_now())

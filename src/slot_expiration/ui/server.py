@@ -21,6 +21,7 @@ from slot_expiration.options.listen_address import ListenAddress
 from slot_expiration.store import SlotStoreError
 from slot_expiration.telemetry.endpoints import listen_failure
 from slot_expiration.telemetry.http_server import HttpServer, Reply, Request, start_server
+from slot_expiration.ui.errors import UiServeError
 from slot_expiration.ui.page import render_error, render_page, style_hash
 from slot_expiration.ui.snapshot import UiSnapshot, take_snapshot
 
@@ -32,10 +33,6 @@ CONCURRENT_READS: Final = 2
 SHUTDOWN_TIMEOUT_SECONDS: Final = 2.0
 
 Snapshot = Callable[[], Awaitable[UiSnapshot]]
-
-
-class UiServeError(Exception):
-    """The page could not start listening: its port is taken, or the host is not ours."""
 
 
 def security_headers() -> tuple[tuple[str, str], ...]:
