@@ -71,6 +71,14 @@ async def test_status_json_reports_counts_backlog_oldest_sessions_failures_and_i
     assert failed["message"] == "slot refuses to expire"
     assert report["index"]["name"] == "ix_availability_slots_status_start"
     assert (report["index"]["exists"], report["index"]["valid"]) == (True, True)
+    assert (report["index"]["too_small_to_judge"], report["index"]["table_rows_counted"]) == (
+        True,
+        5,
+    )
+    cycles = report["cycles"]
+    assert cycles["last_success"]["expired_count"] == 1
+    assert cycles["last_failure"] is None
+    assert cycles["last_hour"]["by_outcome"] == {"success": 1}
     assert PASSWORD not in done.stdout
 
 
