@@ -33,8 +33,10 @@ ensure_postgres() {
 
 # Real tools the test suite checks the product against: promtool and a Prometheus
 # server (metrics, alert rules), pgbouncer (a pooler in transaction mode), systemd-analyze
-# (the systemd unit of the deploy kit), faketime (a worker whose clock runs ahead).
-TEST_TOOLS_PACKAGES="prometheus pgbouncer systemd faketime"
+# (the systemd unit of the deploy kit), faketime (a worker whose clock runs ahead),
+# Chromium and its WebDriver (the `ui` page in a real headless browser; Selenium drives
+# Debian's builds, nothing downloads a browser).
+TEST_TOOLS_PACKAGES="prometheus pgbouncer systemd faketime chromium chromium-driver"
 
 ensure_test_tools() {
     local missing=""
@@ -42,6 +44,8 @@ ensure_test_tools() {
     command -v pgbouncer >/dev/null 2>&1 || missing="$missing pgbouncer"
     command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
     command -v faketime >/dev/null 2>&1 || missing="$missing faketime"
+    command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+    command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
     [ -z "$missing" ] && return 0
     echo "setup: installing test tools (apt-get install $TEST_TOOLS_PACKAGES)" >&2
     as_root apt-get update -qq

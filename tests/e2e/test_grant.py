@@ -70,7 +70,7 @@ async def test_grant_dry_run_prints_the_statements_and_changes_nothing(
     )
 
     assert done.returncode == 0, done.describe()
-    assert done.stdout.count("GRANT ") == 5
+    assert done.stdout.count("GRANT ") == 6
     assert ";;" not in done.stdout
     assert (
         f"role '{role.name}' would then: SELECT, UPDATE (status, updated_at, version) on "
@@ -84,7 +84,9 @@ async def test_grant_dry_run_prints_the_statements_and_changes_nothing(
         "on availability_slots; no UPDATE (version) on availability_slots; no SELECT on "
         "slot_expiration_failures; no INSERT on slot_expiration_failures; no UPDATE on "
         "slot_expiration_failures; no DELETE on slot_expiration_failures; no SELECT on "
-        "slot_expiration_alembic_version; as the owner of availability_slots, run "
+        "slot_expiration_alembic_version; no SELECT on slot_expiration_cycles; no INSERT on "
+        "slot_expiration_cycles; no DELETE on slot_expiration_cycles; as the owner of "
+        "availability_slots, run "
         f"`slot-expiration grant --role {role.name}` (SQLSTATE 42501)"
     ]
 

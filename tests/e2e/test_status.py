@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 import signal
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from slot_expiration.domain import SlotStatus
+from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.store.housekeeping import Housekeeping, record_cycle
 from slot_expiration.store.migrate import head_revision
+from slot_expiration.store.privileges import grant_privileges
 from tests.e2e.command import PASSWORD, Running, run_command, started
 from tests.support.database import SlotDatabase
+from tests.support.history import cycle_record, history_rows
+from tests.support.roles import password_role
 from tests.support.slots import make_slot
 
 pytestmark = pytest.mark.e2e
@@ -65,6 +71,14 @@ async def test_status_json_reports_counts_backlog_oldest_sessions_failures_and_i
     assert failed["message"] == "slot refuses to expire"
     assert report["index"]["name"] == "ix_availability_slots_status_start"
     assert (report["index"]["exists"], report["index"]["valid"]) == (True, True)
+    assert (report["index"]["too_small_to_judge"], report["index"]["table_rows_counted"]) == (
+        True,
+        5,
+    )
+    cycles = report["cycles"]
+    assert cycles["last_success"]["expired_count"] == 1
+    assert cycles["last_failure"] is None
+    assert cycles["last_hour"]["by_outcome"] == {"success": 1}
     assert PASSWORD not in done.stdout
 
 
@@ -79,9 +93,18 @@ async def test_status_text_shows_each_section_on_its_own_line(
 
     assert done.returncode == 0, done.describe()
     lines = done.stdout.splitlines()
-    labels = [line.split()[0] for line in lines[1:] if not line.startswith(" ")]
-    assert labels == ["schema", "slots", "backlog", "oldest", "worker", "failed", "index"]
+    labels = [line[:15].strip() for line in lines[1:] if not line.startswith(" ")]
+    assert labels == [
+        "last success", "last failure", "last hour", "schema", "slots", "backlog",
+        "oldest overdue", "worker", "failed slots", "index",
+    ]  # fmt: skip
     text = done.stdout
+    assert text.splitlines()[1].startswith("last success   ")
+    assert text.splitlines()[1].endswith(": expired 1, backlog 2")
+    assert "last failure   none in the history" in text
+    assert "last hour      1 cycle: success 1" in text
+    assert "worker         0 sessions connected now (normal between cycles)" in text
+    assert "1 attempt, last" in text
     assert "slots          Available 3, Booked 1, Expired 1, Archived 0" in text
     assert "backlog        2 Available slots have started" in text
     assert f"ago: slot {poison} of tenant" in text
@@ -154,3 +177,117 @@ async def test_status_without_a_database_url_is_a_usage_error() -> None:
     assert done.returncode == 2, done.describe()
     assert "no database URL" in done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+# --- status --check: the alerts' thresholds, one line, exit 0 / 1 / 2 ------------------
+
+
+async def test_check_on_a_healthy_worker_says_ok_and_exits_0(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await db.insert([make_slot(timedelta(minutes=-m), as_of=datetime.now(UTC)) for m in (1, 2)])
+    once = await run_command("once", "--instance-id", "worker-a", "--database-url", secret_url)
+    assert once.returncode == 0, once.describe()
+
+    done = await run_command("status", "--check", "--database-url", secret_url)
+
+    assert done.returncode == 0, done.describe()
+    (line,) = done.stdout.splitlines()
+    assert line.startswith("OK: last success ")
+    assert line.endswith(" ago by worker-a; backlog 0; quarantine empty")
+    assert done.stderr == ""
+
+
+async def test_check_on_a_stuck_worker_is_critical_and_exits_2(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await record_cycle(
+        Housekeeping(db.url, timedelta(days=14)),
+        cycle_record(datetime.now(UTC) - timedelta(minutes=45), instance="worker-a"),
+    )
+
+    stuck = await run_command("status", "--check", "--database-url", secret_url)
+    hourly = await run_command(
+        "status", "--check", "--interval-seconds", "1200", "--database-url", secret_url
+    )
+
+    assert stuck.returncode == 2, stuck.describe()
+    (line,) = stuck.stdout.splitlines()
+    assert line.startswith("CRITICAL: no successful cycle for 45m")
+    assert "(limit 30m 0s; the last by worker-a)" in line
+    assert hourly.returncode == 0, hourly.describe()  # 3 intervals of 20 minutes: not yet
+
+
+async def test_check_on_a_misconfigured_worker_is_critical_and_exits_2(
+    db: SlotDatabase, pg_server: EmbeddedPostgres
+) -> None:
+    await db.insert([make_slot(timedelta(minutes=-5), as_of=datetime.now(UTC))])
+    with password_role(pg_server) as role:
+        await grant_privileges(db.url, role.name)
+        url = role.url_for(db.url)
+        run = ("run", "--interval-seconds", "1", "--instance-id", "worker-b")
+        async with started(*run, "--database-url", url) as worker:
+            await worker.until(lambda: worker.logged("cycle.completed"), "a first cycle")
+            await db.execute(f'REVOKE UPDATE ON availability_slots FROM "{role.name}"')
+            await worker.until(_misconfigured_cycle_recorded(db), "a misconfigured cycle")
+            done = await run_command("status", "--check", "--database-url", url)
+            worker.send_signal(signal.SIGTERM)
+            await worker.wait()
+
+    assert done.returncode == 2, done.describe()
+    (line,) = done.stdout.splitlines()
+    assert line.startswith("CRITICAL: worker-b is misconfigured: role ")
+    assert "no UPDATE (status) on availability_slots" in line
+
+
+def _misconfigured_cycle_recorded(db: SlotDatabase) -> Callable[[], Awaitable[bool]]:
+    async def recorded() -> bool:
+        return any(row.outcome.value == "misconfigured" for row in await history_rows(db))
+
+    return recorded
+
+
+async def test_check_warns_of_a_backlog_above_5000_and_of_a_quarantined_slot(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    now = datetime.now(UTC)
+    poison = await _seed_backlog_and_a_poison_slot(db, now)
+    await run_command("once", "--batch-size", "1", "--database-url", secret_url)
+    await db.conn.execute(BACKLOG, {"now": now, "count": 5_001})  # a success, then a wave
+
+    done = await run_command("status", "--check", "--database-url", secret_url)
+    as_json = await run_command("status", "--check", "--json", "--database-url", secret_url)
+
+    assert done.returncode == 1, done.describe()
+    assert done.stdout.splitlines() == ["WARNING: backlog 5003 > 5000; 1 slot in quarantine"]
+    check = json.loads(as_json.stdout)["check"]
+    assert (check["level"], check["exit_code"]) == ("WARNING", 1)
+    assert as_json.returncode == 1
+    parked = await run_command("quarantine", "park", poison, "--database-url", secret_url)
+    assert parked.returncode == 0, parked.describe()
+    again = await run_command("status", "--check", "--database-url", secret_url)
+    assert again.stdout.splitlines() == ["WARNING: backlog 5003 > 5000"]  # parked: left out
+
+
+# 5,000 and more due slots in one statement (test-side SQL), one minute apart.
+BACKLOG = """
+INSERT INTO availability_slots
+SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
+       %(now)s - interval '1 day' - i * interval '1 minute',
+       %(now)s - interval '1 day' - i * interval '1 minute' + interval '30 minutes',
+       'Available', 1, %(now)s, %(now)s
+FROM generate_series(1, %(count)s) AS i
+"""
+
+
+async def test_check_on_an_unreachable_database_is_one_critical_line_without_the_password(
+    closed_port: int,
+) -> None:
+    url = f"postgresql://calendar:{PASSWORD}@127.0.0.1:{closed_port}/calendar"
+
+    done = await run_command("status", "--check", "--database-url", url)
+
+    assert done.returncode == 2, done.describe()
+    (line,) = done.stdout.splitlines()
+    assert line.startswith("CRITICAL: cannot connect to the database")
+    assert PASSWORD not in done.stdout + done.stderr

@@ -13,6 +13,7 @@ from psycopg import sql
 
 from slot_expiration.domain import SlotStatus
 from slot_expiration.store import ErrorFamily, SlotStoreError
+from slot_expiration.store.housekeeping import Housekeeping, record_cycle
 from slot_expiration.store.privileges import (
     GrantMode,
     GrantRefusedError,
@@ -24,10 +25,24 @@ from slot_expiration.store.privileges import (
 )
 from tests.support.cycles import run_cycle
 from tests.support.database import SlotDatabase
+from tests.support.history import cycle_record, recorded_run_ids
 from tests.support.roles import PasswordRole
 from tests.support.slots import AS_OF, make_slot, past_slots
 
 pytestmark = pytest.mark.integration
+
+
+async def test_the_granted_role_records_its_cycles_and_purges_the_history(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await grant_privileges(db.url, role.name)
+    old, recent = cycle_record(AS_OF - timedelta(days=20)), cycle_record(AS_OF)
+    await record_cycle(Housekeeping(db.url, timedelta(days=14)), old)
+
+    purged = await record_cycle(Housekeeping(role.url_for(db.url), timedelta(days=14)), recent)
+
+    assert purged.cycles == 1
+    assert await recorded_run_ids(db) == [recent.run_id]
 
 
 async def test_the_granted_role_runs_cycles_and_keeps_its_quarantine(
@@ -112,6 +127,9 @@ WORKER_TABLE_GRANTS = {
     ("slot_expiration_failures", "UPDATE"),
     ("slot_expiration_failures", "DELETE"),
     ("slot_expiration_alembic_version", "SELECT"),
+    ("slot_expiration_cycles", "SELECT"),
+    ("slot_expiration_cycles", "INSERT"),
+    ("slot_expiration_cycles", "DELETE"),
 }
 
 
@@ -219,6 +237,7 @@ async def test_read_only_grants_reading_and_nothing_else(
         ("availability_slots", "SELECT"),
         ("slot_expiration_failures", "SELECT"),
         ("slot_expiration_alembic_version", "SELECT"),
+        ("slot_expiration_cycles", "SELECT"),
     }
     assert report.exact
 

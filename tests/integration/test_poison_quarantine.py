@@ -5,14 +5,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 
 from slot_expiration.cycle import CycleRun, PoisonBackoff
 from slot_expiration.domain import SlotStatus
+from slot_expiration.store import NotQuarantinedError, QuarantineStore
+from slot_expiration.store.status_store import StatusStore
 from tests.support.cycles import make_cycle, run_cycle
-from tests.support.database import SlotDatabase
+from tests.support.database import LIMITS, SlotDatabase
 from tests.support.slots import AS_OF, past_slots
 
 pytestmark = pytest.mark.integration
@@ -143,6 +145,95 @@ async def test_a_quarantined_row_that_leaves_available_otherwise_leaves_quaranti
 
     assert await db.quarantine() == {}
     assert (await db.statuses())[slots[0].id] is status
+    # The entry is kept, ended, with how it ended, for the retention period.
+    ended = await db.ended_quarantine()
+    assert ended == {slots[0].id: (NOW + timedelta(seconds=1), status.value)}
+
+
+@pytest.mark.parametrize("path", ["one statement", "row by row"])
+async def test_an_entry_whose_slot_expired_is_kept_ended_as_expired(
+    db: SlotDatabase, path: str
+) -> None:
+    slots = await db.insert(past_slots(3))
+    await db.install_poison_trigger([slots[0].id, slots[1].id], "P0001")
+    await run_cycle(db.url, clock=lambda: NOW)
+    await db.execute("DROP TRIGGER poison ON availability_slots")
+    await db.execute("DROP FUNCTION poison()")
+    if path == "row by row":  # another row, still poison, sends the batch down that path
+        await db.install_poison_trigger([slots[1].id], "P0001")
+    later = NOW + timedelta(minutes=5)
+
+    await run_cycle(db.url, clock=lambda: later)
+
+    assert slots[0].id not in await db.quarantine()
+    assert (await db.ended_quarantine())[slots[0].id] == (later, "Expired")
+
+
+async def test_a_parked_slot_is_passed_over_even_when_due_until_it_is_retried(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(2))
+    await db.install_poison_trigger([slots[0].id], "P0001")
+    first = await run_cycle(db.url, clock=lambda: NOW)
+    async with QuarantineStore.connect(db.url, LIMITS) as store:
+        assert await store.park([slots[0].id], NOW) == [slots[0].id]
+    await db.execute("DROP TRIGGER poison ON availability_slots")
+    much_later = NOW + timedelta(hours=2)  # past any backoff
+
+    parked = await run_cycle(db.url, clock=lambda: much_later)
+    async with QuarantineStore.connect(db.url, LIMITS) as store:
+        await store.retry([slots[0].id], much_later)
+    retried = await run_cycle(db.url, clock=lambda: much_later)
+
+    assert first.quarantined == [1]
+    assert (parked.selected_count, parked.quarantined) == (0, [0])  # parked: not counted
+    assert [s.id for s in retried.expired] == [slots[0].id]
+    assert retried.quarantined == [0]
+
+
+async def test_retry_all_leaves_parked_slots_parked(db: SlotDatabase) -> None:
+    slots = await db.insert(past_slots(2))
+    await db.install_poison_trigger([s.id for s in slots], "P0001")
+    await run_cycle(db.url, clock=lambda: NOW)
+    async with QuarantineStore.connect(db.url, LIMITS) as store:
+        await store.park([slots[0].id], NOW)
+    async with QuarantineStore.connect(db.url, LIMITS) as store:
+        retried = await store.retry([], NOW, every=True)
+
+    assert retried == [slots[1].id]
+
+
+async def test_parking_a_slot_not_in_quarantine_changes_nothing(db: SlotDatabase) -> None:
+    slots = await db.insert(past_slots(1))
+    await db.install_poison_trigger([slots[0].id], "P0001")
+    await run_cycle(db.url, clock=lambda: NOW)
+
+    with pytest.raises(NotQuarantinedError):
+        async with QuarantineStore.connect(db.url, LIMITS) as store:
+            await store.park([slots[0].id, uuid4()], NOW)
+
+    async with StatusStore.connect(db.url, "slot-expiration-status") as status:
+        listing = await status.quarantine.listing(10)
+    assert (listing.total, listing.parked) == (1, 0)
+
+
+async def test_a_slot_back_to_available_after_its_entry_ended_starts_a_new_entry(
+    db: SlotDatabase,
+) -> None:
+    (slot,) = await db.insert(past_slots(1))
+    await db.install_poison_trigger([slot.id], "P0001")
+    await run_cycle(db.url, clock=lambda: NOW)
+    await _set_status(db, slot.id, SlotStatus.BOOKED)
+    await run_cycle(db.url, clock=lambda: NOW + timedelta(minutes=1))  # the entry ends
+    await _set_status(db, slot.id, SlotStatus.AVAILABLE)  # not the state machine's doing
+    again = NOW + timedelta(minutes=2)
+
+    outcome = await run_cycle(db.url, clock=lambda: again)
+
+    assert [f.attempts for f in outcome.failures] == [1]
+    entry = (await db.quarantine())[slot.id]
+    assert (entry.attempts, entry.first_failed_at) == (1, again)
+    assert await db.ended_quarantine() == {}
 
 
 async def test_deleting_a_quarantined_slot_drops_its_entry(db: SlotDatabase) -> None:
@@ -153,3 +244,12 @@ async def test_deleting_a_quarantined_slot_drops_its_entry(db: SlotDatabase) -> 
     await db.execute("DELETE FROM availability_slots WHERE id = %s", slots[0].id)
 
     assert await db.quarantine() == {}
+
+
+async def _set_status(db: SlotDatabase, slot_id: UUID, status: SlotStatus) -> None:
+    """Change a row behind the poison trigger's back (it refuses every update of it)."""
+    await db.execute("ALTER TABLE availability_slots DISABLE TRIGGER poison")
+    await db.execute(
+        "UPDATE availability_slots SET status = %s WHERE id = %s", status.value, slot_id
+    )
+    await db.execute("ALTER TABLE availability_slots ENABLE TRIGGER poison")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -72,3 +72,63 @@ async def test_expires_exactly_the_oldest_unlocked_and_counts_skipped_exactly(
     statuses = await db.statuses()
     expired_now = {s.id for s, _ in slots if statuses[s.id] is not s.status}
     assert expired_now == {s.id for s in taken}
+
+
+# What the quarantine holds for a slot: nothing, an entry due now, one waiting for its next
+# attempt, a parked one, or one that ended (its slot left Available once).
+QUARANTINE_STATES = ("none", "due", "waiting", "parked", "ended")
+PASSED_OVER = frozenset({"waiting", "parked"})
+
+quarantined_specs = st.lists(
+    st.tuples(
+        st.integers(min_value=-6, max_value=3),
+        st.sampled_from(list(SlotStatus)),
+        st.booleans(),
+        st.sampled_from(QUARANTINE_STATES),
+    ),
+    max_size=25,
+)
+
+
+async def _put_in_quarantine(db: SlotDatabase, slot: Slot, state: str) -> None:
+    """An entry as the cycle (or an operator) would have left it (test-side SQL)."""
+    if state == "none":
+        return
+    now = datetime.now(UTC)
+    far = timedelta(days=1)
+    next_attempt = now - far if state in ("due", "parked") else now + far
+    await db.conn.execute(
+        "INSERT INTO slot_expiration_failures (slot_id, attempts, first_failed_at, "
+        "last_failed_at, next_attempt_at, sqlstate, message, parked_at, ended_at, ended_status) "
+        "VALUES (%s, 1, %s, %s, %s, 'P0001', 'refused', %s, %s, %s)",
+        (slot.id, now - far, now - far, next_attempt,
+         now - far if state == "parked" else None,
+         now - far if state == "ended" else None,
+         "Booked" if state == "ended" else None),
+    )  # fmt: skip
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(specs=quarantined_specs, batch_size=st.integers(min_value=1, max_value=8))
+async def test_the_selection_passes_over_waiting_and_parked_entries_only(
+    db: SlotDatabase, specs: list[tuple[int, SlotStatus, bool, str]], batch_size: int
+) -> None:
+    await db.execute("TRUNCATE availability_slots CASCADE")
+    slots = [(make_slot(timedelta(minutes=m), status), locked, q) for m, status, locked, q in specs]
+    await db.insert(slot for slot, _, _ in slots)
+    for slot, _, state in slots:
+        await _put_in_quarantine(db, slot, state)
+
+    async with maybe_locked(db.url, [slot for slot, locked, _ in slots if locked]):
+        result = await run_cycle(db.url, batch_size)
+
+    # The model: the same as without a quarantine, over the slots it does not pass over.
+    eligible = [(slot, locked) for slot, locked, state in slots if state not in PASSED_OVER]
+    taken, skipped = expected_outcome(eligible, batch_size)
+    assert [r.id for r in result.expired] == [s.id for s in taken]
+    assert result.skipped_locked_count == skipped
+    active = await db.quarantine()
+    for slot in taken:
+        assert slot.id not in active  # an expired slot's entry ended with it

@@ -137,12 +137,12 @@ async def test_failed_slots_are_the_quarantined_ones_still_available_latest_firs
     await quarantine(db, expired.id, attempts=2, minutes_ago=1)  # left Available since
 
     async with StatusStore.connect(db.url, APP) as store:
-        total, shown = await store.quarantine.listing(limit=1)
-        _, all_shown = await store.quarantine.listing(limit=10)
+        first = await store.quarantine.listing(limit=1)
+        all_shown = (await store.quarantine.listing(limit=10)).latest
         overdue = await store.oldest_overdue(AS_OF)
 
-    assert total == 2
-    assert [f.slot_id for f in shown] == [newer.id]
+    assert (first.total, first.parked) == (2, 0)
+    assert [f.slot_id for f in first.latest] == [newer.id]
     assert [(f.slot_id, f.attempts) for f in all_shown] == [(newer.id, 1), (older.id, 4)]
     assert all_shown[0].tenant_id == newer.tenant_id
     assert all_shown[0].sqlstate == "P0001"

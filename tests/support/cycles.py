@@ -31,9 +31,13 @@ class BatchLog(NoBatchObserver):
     batches: list[BatchResult] = field(default_factory=list)
     started: list[int] = field(default_factory=list)
     backlogs: list[int] = field(default_factory=list)
+    quarantined: list[int] = field(default_factory=list)
 
     def backlog_measured(self, run_id: UUID, backlog: int) -> None:
         self.backlogs.append(backlog)
+
+    def quarantine_measured(self, run_id: UUID, count: int) -> None:
+        self.quarantined.append(count)
 
     def batch_started(self, run_id: UUID, number: int) -> None:
         self.started.append(number)
@@ -48,6 +52,7 @@ class Outcome:
 
     result: CycleResult
     batches: list[BatchResult]
+    quarantined: list[int] = field(default_factory=list)  # as the cycle reported it
 
     @property
     def expired(self) -> list[SlotRef]:
@@ -120,4 +125,4 @@ async def run_cycle(
     run = CycleRun(run_id=uuid4(), as_of=as_of, observer=log)
     if stop_requested is not None:
         run = CycleRun(run_id=run.run_id, as_of=as_of, observer=log, stop_requested=stop_requested)
-    return Outcome(await cycle.run(run), log.batches)
+    return Outcome(await cycle.run(run), log.batches, log.quarantined)

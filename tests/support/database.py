@@ -72,11 +72,20 @@ class SlotDatabase:
         }
 
     async def quarantine(self) -> dict[UUID, Quarantined]:
+        """The entries in quarantine now (not those that ended)."""
         cursor = await self.conn.execute(
             "SELECT slot_id, attempts, first_failed_at, last_failed_at, next_attempt_at, "
-            "sqlstate, message FROM slot_expiration_failures"
+            "sqlstate, message FROM slot_expiration_failures WHERE ended_at IS NULL"
         )
         return {r[0]: Quarantined(*r[1:]) for r in await cursor.fetchall()}
+
+    async def ended_quarantine(self) -> dict[UUID, tuple[datetime, str]]:
+        """The entries that ended: when, and the status their slot left for."""
+        cursor = await self.conn.execute(
+            "SELECT slot_id, ended_at, ended_status FROM slot_expiration_failures "
+            "WHERE ended_at IS NOT NULL"
+        )
+        return {r[0]: (r[1], r[2]) for r in await cursor.fetchall()}
 
     async def statuses(self) -> dict[UUID, SlotStatus]:
         return {slot_id: row.status for slot_id, row in (await self.rows()).items()}

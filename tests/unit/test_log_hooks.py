@@ -302,6 +302,9 @@ class CallLog:
     def backlog_measured(self, run_id: UUID, backlog: int) -> None:
         self._record("backlog_measured", run_id, backlog)
 
+    def quarantine_measured(self, run_id: UUID, count: int) -> None:
+        self._record("quarantine_measured", run_id, count)
+
     def loop_started(self, interval_seconds: float, batch_size: int) -> None:
         self._record("loop_started", interval_seconds, batch_size)
 
@@ -323,6 +326,8 @@ def test_fan_out_hooks_passes_each_event_to_every_sink_in_order() -> None:
     hooks.cycle_started(run_id, AS_OF)
     hooks.batch_started(run_id, 1)
     hooks.batch_completed(run_id, batch)
+    hooks.backlog_measured(run_id, 7)
+    hooks.quarantine_measured(run_id, 3)
     hooks.cycle_completed(result)
     hooks.cycle_failed(run_id, error, budget_exceeded=True)
     hooks.tick_skipped(2)
@@ -334,6 +339,8 @@ def test_fan_out_hooks_passes_each_event_to_every_sink_in_order() -> None:
         ("cycle_started", (run_id, AS_OF)),
         ("batch_started", (run_id, 1)),
         ("batch_completed", (run_id, batch)),
+        ("backlog_measured", (run_id, 7)),
+        ("quarantine_measured", (run_id, 3)),
         ("cycle_completed", (result,)),
         ("cycle_failed", (run_id, error, True)),
         ("tick_skipped", (2,)),

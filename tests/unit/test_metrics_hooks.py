@@ -185,8 +185,8 @@ def test_the_loops_interval_is_exported_when_the_loop_starts() -> None:
 
 def test_the_quarantine_gauge_follows_the_last_count_measured() -> None:
     hooks, _, _ = _hooks()
-    hooks.quarantine_measured(3)
-    hooks.quarantine_measured(1)
+    hooks.quarantine_measured(uuid4(), 3)
+    hooks.quarantine_measured(uuid4(), 1)
 
     assert _value(hooks, f"{P}_quarantined_slots") == 1
 

@@ -24,6 +24,8 @@ from slot_expiration.options import (
     CycleOptions,
     DatabaseOptions,
     OptionsError,
+    StatusOptions,
+    UiOptions,
     WorkerOptions,
     load_settings,
 )
@@ -75,8 +77,10 @@ def test_every_option_of_every_model_and_the_server_binaries_are_known_variables
     assert known_variables() == {
         *(variable(name) for name in WorkerOptions.model_fields),
         *(variable(name) for name in SlotOptions.model_fields),
+        *(variable(name) for name in UiOptions.model_fields),
         "SLOT_EXPIRATION_PG_BINDIR",
     }
+    assert "SLOT_EXPIRATION_UI_PASSWORD" in known_variables()
     assert unknown_variable_warnings(dict.fromkeys(known_variables(), "x")) == []
 
 
@@ -95,7 +99,8 @@ def _command_options(path: list[str]) -> dict[str, click.Option]:
         (["run"], WorkerOptions),
         (["migrate"], DatabaseOptions),
         (["grant"], DatabaseOptions),
-        (["status"], DatabaseOptions),
+        (["status"], StatusOptions),
+        (["ui"], UiOptions),
         (["quarantine", "list"], DatabaseOptions),
         (["slots", "publish"], SlotOptions),
     ],
@@ -104,7 +109,8 @@ def test_each_command_has_a_flag_with_the_models_help_for_each_option_it_reads(
     path: list[str], model: type[DatabaseOptions]
 ) -> None:
     flags = _command_options(path)
-    own = {name for name in flags if name in WorkerOptions.model_fields | SlotOptions.model_fields}
+    every = WorkerOptions.model_fields | SlotOptions.model_fields | UiOptions.model_fields
+    own = {name for name in flags if name in every}
 
     assert own <= set(model.model_fields), f"{path} reads options of another command"
     for name in own:
@@ -129,6 +135,31 @@ def test_no_help_string_of_the_commands_types_a_default_of_an_option_itself() ->
     ]
 
     assert typed == []
+
+
+def test_the_ui_password_is_a_variable_only_never_a_flag() -> None:
+    flags = _command_options(["ui"])
+
+    assert "ui_password" not in flags
+    assert "ui_user" not in flags
+    assert flags["ui_addr"].opts == ["--addr"]
+    assert "| (environment only) | `SLOT_EXPIRATION_UI_PASSWORD` |" in options_table()
+
+
+def test_a_wrong_ui_address_names_its_flag_and_variable() -> None:
+    with pytest.raises(OptionsError, match=r"^--addr / SLOT_EXPIRATION_UI_ADDR: "):
+        load_settings(UiOptions, ui_addr="nowhere")
+
+
+def test_a_ui_user_without_a_password_is_refused_naming_both_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SLOT_EXPIRATION_UI_USER", "oncall")
+
+    with pytest.raises(OptionsError, match="SLOT_EXPIRATION_UI_PASSWORD") as refused:
+        load_settings(UiOptions)
+
+    assert "oncall" not in str(refused.value)
 
 
 def test_the_readme_options_table_is_the_models_table() -> None:

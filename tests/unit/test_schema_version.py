@@ -17,8 +17,8 @@ def test_head_revision_constant_is_the_head_alembic_finds() -> None:
 def test_the_cli_loads_neither_alembic_nor_the_otlp_exporter_until_asked() -> None:
     probe = (
         "import sys, slot_expiration.cli.app; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'alembic', 'sqlalchemy'} "
-        "or m.startswith(('opentelemetry.sdk', 'opentelemetry.exporter'))))"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'alembic', 'sqlalchemy', "
+        "'jinja2'} or m.startswith(('opentelemetry.sdk', 'opentelemetry.exporter'))))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True

@@ -65,6 +65,9 @@ class CurrentSpanSeen:
     def backlog_measured(self, run_id: UUID, backlog: int) -> None:
         self._note("backlog_measured")
 
+    def quarantine_measured(self, run_id: UUID, count: int) -> None:
+        self._note("quarantine_measured")
+
     def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
         self._note("batch_completed")
 
@@ -121,6 +124,21 @@ def test_a_cycle_is_one_span_with_the_run_id_as_correlation_id_and_a_child_per_b
         assert child.parent is not None
         assert child.parent.span_id == cycle.context.span_id
         assert child.context.trace_id == cycle.context.trace_id
+
+
+def test_the_quarantine_measured_reaches_the_sinks_and_the_cycle_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    inner = CurrentSpanSeen()
+    hooks = TraceHooks(inner, _tracer(exporter))
+    run_id = uuid4()
+    hooks.cycle_started(run_id, AS_OF)
+    hooks.quarantine_measured(run_id, 4)
+    hooks.cycle_completed(cycle_result(run_id=run_id))
+
+    (cycle,) = _by_name(exporter.get_finished_spans(), CYCLE_SPAN)
+    assert (cycle.attributes or {})["slot_expiration.quarantined_slots"] == 4
+    assert inner.seen["quarantine_measured"] == cycle.context.span_id
 
 
 def test_a_batch_span_names_the_tenants_it_touched_expired_and_failed(

@@ -25,7 +25,8 @@ from slot_expiration.store.privileges import (
 @click.option(
     "--read-only",
     is_flag=True,
-    help="Grant what `status`, `quarantine list` and /readyz need (reading), not the worker's.",
+    help="Grant what `status`, `quarantine list`, `ui` and /readyz need (reading), not the "
+    "worker's.",
 )
 @click.option(
     "--revoke-extra",
@@ -43,8 +44,9 @@ def grant(
     """Give a role what the worker needs (run as the owner of availability_slots, after migrate).
 
     SELECT on availability_slots, UPDATE of only status, updated_at and version,
-    the quarantine table slot_expiration_failures, and reading the schema version;
-    with --read-only, reading them only. It refuses (exit 2, nothing changed) a role
+    the quarantine table slot_expiration_failures, writing and purging the cycle
+    history slot_expiration_cycles, and reading the schema version; with
+    --read-only, reading them only. It refuses (exit 2, nothing changed) a role
     that owns the table, a superuser, and the role running it. Then it says what
     the role can do, inherited rights included.
     """

@@ -18,6 +18,7 @@ from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
 from slot_expiration.cli.quarantine_commands import quarantine
 from slot_expiration.cli.slots_commands import slots
 from slot_expiration.cli.status_command import status
+from slot_expiration.cli.ui_command import ui
 from slot_expiration.cli.warnings import LOGGING_COMMANDS, print_unknown_variables
 from slot_expiration.cli.worker_commands import migrate, once, run
 
@@ -34,7 +35,7 @@ def cli(ctx: click.Context) -> None:
         print_unknown_variables()
 
 
-for command in (migrate, grant, once, run, quarantine, slots, demo, status, bench):
+for command in (migrate, grant, once, run, quarantine, slots, demo, status, ui, bench):
     cli.add_command(command)
 
 

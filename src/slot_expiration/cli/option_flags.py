@@ -23,7 +23,10 @@ from slot_expiration.options import (
     ENV_PREFIX,
     CycleOptions,
     DatabaseOptions,
+    StatusOptions,
+    UiOptions,
     WorkerOptions,
+    flag_name,
 )
 from slot_expiration.slots import SlotOptions
 
@@ -37,19 +40,17 @@ def _own_fields(model: type[DatabaseOptions], base: type[DatabaseOptions]) -> li
 # Which commands read which option (the README's last column); every command
 # reads only the fields of its own model.
 COMMANDS: Final[Mapping[str, tuple[str, ...]]] = {
-    "database_url": ("migrate", "grant", "once", "run", "status", "quarantine", "slots"),
+    "database_url": ("migrate", "grant", "once", "run", "status", "quarantine", "slots", "ui"),
     **dict.fromkeys(_own_fields(CycleOptions, DatabaseOptions), ("once", "run")),
     **dict.fromkeys(_own_fields(WorkerOptions, CycleOptions), ("run",)),
+    "interval_seconds": ("run", "status"),
     "horizon_days": ("slots publish",),
     "min_lead_time_minutes": ("slots book", "slots showcase"),
+    **dict.fromkeys(_own_fields(UiOptions, DatabaseOptions), ("ui",)),
 }
-MODELS: Final = (WorkerOptions, SlotOptions)
+MODELS: Final = (WorkerOptions, StatusOptions, SlotOptions, UiOptions)
 # Variables of the product that are not options of a command.
 OTHER_VARIABLES: Final = frozenset({"SLOT_EXPIRATION_PG_BINDIR"})
-
-
-def flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
 
 
 def variable(name: str) -> str:
@@ -118,15 +119,18 @@ def option(model: type[DatabaseOptions], name: str) -> Callable[[F], F]:
     field. Click only reads the text (and the variable); the model checks the value,
     so a flag and a variable obey the same rules and name both in their errors."""
     field = _field(model, name)
+    long = flag_name(model, name)
+    if long is None:
+        raise ValueError(f"{name} is read from {variable(name)} only: it has no flag")
     common: dict[str, Any] = {"envvar": variable(name), "show_envvar": True}
     common["help"] = help_text(field)
     kind = field.annotation
     if kind is bool:
-        return click.option(f"{flag(name)}/--no-{flag(name)[2:]}", name, default=None, **common)
+        return click.option(f"{long}/--no-{long[2:]}", name, default=None, **common)
     if isinstance(kind, type) and issubclass(kind, Enum):
         choice = click.Choice([str(member.value) for member in kind], case_sensitive=False)
-        return click.option(flag(name), name, type=choice, **common)
-    return click.option(flag(name), name, type=str, metavar=_metavar(field), **common)
+        return click.option(long, name, type=choice, **common)
+    return click.option(long, name, type=str, metavar=_metavar(field), **common)
 
 
 def _metavar(field: FieldInfo) -> str:
@@ -181,8 +185,9 @@ def options_table() -> str:
             if name in seen:
                 continue
             seen.add(name)
+            long = flag_name(model, name)
             cells = (
-                f"`{flag(name)}`",
+                f"`{long}`" if long else "(environment only)",
                 f"`{variable(name)}`",
                 default_text(field),
                 allowed_text(field),

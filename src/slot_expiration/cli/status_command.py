@@ -4,31 +4,72 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
+from typing import NoReturn
 
 import click
 
-from slot_expiration.cli.common import guarded, required_url, settings_from
+from slot_expiration.cli.common import guarded, input_secrets, required_url, settings_from
+from slot_expiration.cli.common import store_failure as store_failure_line
+from slot_expiration.cli.errors import scrub
 from slot_expiration.cli.option_flags import option
 from slot_expiration.domain import utc_now
-from slot_expiration.options import CycleOptions, DatabaseOptions
-from slot_expiration.status import collect_status, render_text
+from slot_expiration.options import CycleOptions, StatusOptions, url_secrets
+from slot_expiration.status import StatusReport, collect_status, render_text
+from slot_expiration.status.check import Level, judge
+from slot_expiration.store import SlotStoreError
 
 # The selection's plan is shown for the worker's default batch: status reads no
-# worker option (each command reads only its own).
+# worker option but the interval (each command reads only its own).
 EXPLAINED_BATCH_SIZE = CycleOptions.model_fields["batch_size"].default
 
 
 @click.command()
 @click.option("--json", "json_output", is_flag=True, help="Print the report as one JSON object.")
-@option(DatabaseOptions, "database_url")
-def status(json_output: bool, database_url: str | None) -> None:
-    """Counts by status, the backlog, the oldest overdue slot, the worker's sessions, the
-    slots in quarantine and the selection's index. Reads only; a part the role may not
-    read says why in its place."""
-    settings = settings_from(DatabaseOptions, database_url=database_url)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Judge the report with the alerts' thresholds: one summary line, exit 0 (OK), "
+    "1 (WARNING) or 2 (CRITICAL), for cron jobs and probes.",
+)
+@option(StatusOptions, "database_url")
+@option(StatusOptions, "interval_seconds")
+def status(
+    json_output: bool, check: bool, database_url: str | None, interval_seconds: str | None
+) -> None:
+    """The cycles of every worker (last success, last failure, the last hour), counts by
+    status, the backlog, the oldest overdue slot, the worker's sessions, the slots in
+    quarantine and the selection's index. Reads only; a part the role may not read says
+    why in its place."""
+    settings = settings_from(
+        StatusOptions, database_url=database_url, interval_seconds=interval_seconds
+    )
     url = required_url(settings)
     as_of = utc_now()
-    report = guarded(
-        lambda: asyncio.run(collect_status(url, as_of, EXPLAINED_BATCH_SIZE)), settings
-    )
-    click.echo(json.dumps(report.as_json()) if json_output else render_text(report))
+
+    def collect() -> StatusReport:
+        return asyncio.run(collect_status(url, as_of, EXPLAINED_BATCH_SIZE))
+
+    if not check:
+        report = guarded(collect, settings)
+        click.echo(json.dumps(report.as_json()) if json_output else render_text(report))
+        return
+    verdict = judge(_checked(collect, url), settings.interval_seconds)
+    if json_output:
+        click.echo(json.dumps({"check": verdict.as_json()}))
+    else:
+        click.echo(verdict.summary())
+    raise SystemExit(int(verdict.level))
+
+
+def _checked(collect: Callable[[], StatusReport], url: str) -> StatusReport:
+    """The report; a database that cannot be read is itself the check's answer."""
+    try:
+        return collect()
+    except SlotStoreError as exc:
+        _critical(store_failure_line(exc, url), url)
+
+
+def _critical(message: str, url: str) -> NoReturn:
+    click.echo(f"{Level.CRITICAL.name}: {scrub(message, [*url_secrets(url), *input_secrets()])}")
+    raise SystemExit(int(Level.CRITICAL))

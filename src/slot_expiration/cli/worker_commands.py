@@ -36,6 +36,8 @@ CYCLE_OPTIONS = (
     "max_clock_skew_seconds",
     "prepared_statements",
     "log_format",
+    "instance_id",
+    "history_retention_days",
 )
 
 

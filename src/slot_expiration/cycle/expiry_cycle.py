@@ -83,7 +83,8 @@ class ExpiryCycle:
         return tally.result(self._ms_since(started), reason, backlog, skew)
 
     async def _preflight(self, store: SlotStore, run: CycleRun) -> float:
-        """Compare the clocks and check the role's grants; purge the quarantine."""
+        """Compare the clocks and check the role's grants; end the quarantine entries of
+        slots that left Available another way."""
         async with store.transaction():
             before = self._clock()
             preflight = await store.preflight()
@@ -94,19 +95,24 @@ class ExpiryCycle:
                 raise ClockSkewError(skew.total_seconds(), self._limits.max_clock_skew_seconds)
             if preflight.problems:
                 raise misconfigured(preflight)
-            await store.quarantine.purge()
+            await store.quarantine.end_departed(after)
         return skew.total_seconds()
 
     async def _backlog(self, store: SlotStore, run: CycleRun) -> int:
+        """Count what is left (reported at once), then the quarantine: once per cycle,
+        in one short read-only transaction."""
         async with store.transaction():
             at = None if run.as_of_is_now else run.as_of
             backlog = await store.count_backlog_capped(at, BACKLOG_COUNT_CAP)
-        run.observer.backlog_measured(run.run_id, backlog)
+            run.observer.backlog_measured(run.run_id, backlog)
+            quarantined = await store.quarantine.count_active()
+        run.observer.quarantine_measured(run.run_id, quarantined)
         return backlog
 
     async def _measure_backlog_after_failure(self, store: SlotStore, run: CycleRun) -> None:
-        """The backlog gauge stays true while cycles fail (a role that may read but not
-        write, say); if even counting fails, the cycle's own error is what matters."""
+        """The backlog and quarantine gauges stay true while cycles fail (a role that may
+        read but not write, say); if even counting fails, the cycle's own error is what
+        matters."""
         if not run.stop_requested():
             with suppress(SlotStoreError):
                 await self._backlog(store, run)

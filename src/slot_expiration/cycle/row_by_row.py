@@ -63,7 +63,7 @@ class RowByRow:
                 locked, want = await self._fill(progress, as_of, now, top_up_until)
                 entries = [_entry(failure) for failure in progress.failures]
                 await self._store.quarantine.record(entries, now)
-                await self._store.quarantine.release(progress.released)
+                await self._store.quarantine.release(progress.released, now)
                 outcome = RowByRowOutcome(
                     expired=tuple(progress.expired),
                     failures=tuple(progress.failures),

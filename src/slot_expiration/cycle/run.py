@@ -26,6 +26,10 @@ class BatchObserver(Protocol):
     def backlog_measured(self, run_id: UUID, backlog: int) -> None:
         """Due rows left after the cycle's batches (counted even when one failed)."""
 
+    def quarantine_measured(self, run_id: UUID, count: int) -> None:
+        """Slots in quarantine after the cycle, still Available and not parked (parked
+        ones wait for a person, not for the worker); once per cycle, after the backlog."""
+
 
 class NoBatchObserver:
     """An observer that ignores everything; observers override what they need."""
@@ -41,6 +45,9 @@ class NoBatchObserver:
 
     def backlog_measured(self, run_id: UUID, backlog: int) -> None:
         del run_id, backlog
+
+    def quarantine_measured(self, run_id: UUID, count: int) -> None:
+        del run_id, count
 
 
 def _never() -> bool:

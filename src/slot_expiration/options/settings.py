@@ -94,6 +94,22 @@ class DatabaseOptions(BaseSettings):
 # The shortest interval `run` accepts: below it, ticks would only pile up as
 # skipped ticks (a cycle's own round trips take milliseconds to seconds).
 MIN_INTERVAL_SECONDS: Final = 1.0
+DEFAULT_INTERVAL_SECONDS: Final = 300.0
+# Two weeks of cycles: 4,032 rows per replica at the default interval.
+DEFAULT_RETENTION_DAYS: Final = 14
+MAX_INSTANCE_ID_CHARS: Final = 200
+
+IntervalSeconds = Annotated[
+    float,
+    Field(
+        allow_inf_nan=False,
+        ge=MIN_INTERVAL_SECONDS,
+        le=86_400,
+        description="Seconds between ticks (fixed rate); shorter than a second would only "
+        "pile up skipped ticks. `status --check` calls a worker stuck after 3 of them "
+        "without a success (30 minutes at least).",
+    ),
+]
 
 
 class CycleOptions(DatabaseOptions):
@@ -181,6 +197,25 @@ class CycleOptions(DatabaseOptions):
         LogFormat,
         Field(description="Logs on stderr: one JSON object per line, or console lines."),
     ] = LogFormat.JSON
+    instance_id: Annotated[
+        str,
+        Field(
+            max_length=MAX_INSTANCE_ID_CHARS,
+            pattern=r"^[^\x00-\x1f\x7f]*$",
+            description="This worker's name in the cycle history (`status`, `ui`); '' = "
+            "hostname:pid.",
+            json_schema_extra={"allowed": f"text, at most {MAX_INSTANCE_ID_CHARS} characters"},
+        ),
+    ] = ""
+    history_retention_days: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=3_650,
+            description="Cycle history rows and ended quarantine entries older than this are "
+            "purged by the worker, a few hundred per cycle.",
+        ),
+    ] = DEFAULT_RETENTION_DAYS
 
     @model_validator(mode="after")
     def _backoff_range(self) -> Self:
@@ -209,16 +244,7 @@ class CycleOptions(DatabaseOptions):
 class WorkerOptions(CycleOptions):
     """`run`: a cycle's options, the polling loop's and the endpoint's."""
 
-    interval_seconds: Annotated[
-        float,
-        Field(
-            allow_inf_nan=False,
-            ge=MIN_INTERVAL_SECONDS,
-            le=86_400,
-            description="Seconds between ticks (fixed rate); shorter than a second would only "
-            "pile up skipped ticks.",
-        ),
-    ] = 300.0
+    interval_seconds: IntervalSeconds = DEFAULT_INTERVAL_SECONDS
     shutdown_grace_seconds: Annotated[
         float,
         Field(
@@ -249,6 +275,83 @@ class WorkerOptions(CycleOptions):
     def metrics_address(self) -> ListenAddress | None:
         """The endpoint's address, or None when it is turned off."""
         return parse_listen_address(self.metrics_addr) if self.metrics_addr else None
+
+
+class StatusOptions(DatabaseOptions):
+    """`status`: how late a worker may be before `--check` calls it stuck."""
+
+    # The worker's own variable: a deployment that sets it for `run` sets it for
+    # `status --check` too, and the threshold follows (3 intervals, at least 30 min).
+    interval_seconds: IntervalSeconds = DEFAULT_INTERVAL_SECONDS
+
+
+class UiOptions(DatabaseOptions):
+    """`ui`: where the page listens, and its optional basic authentication (from the
+    environment only: a password on a command line shows in `ps`)."""
+
+    ui_addr: Annotated[
+        str,
+        Field(
+            description="host:port the page listens on; it shows slot and tenant ids: keep it "
+            "on the loopback, or behind an authenticating proxy; port 0 picks a free one.",
+            json_schema_extra={"allowed": "host:port, [v6]:port", "flag": "addr"},
+        ),
+    ] = "127.0.0.1:8080"
+    ui_user: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=200,
+            pattern=r"^[^:\x00-\x1f\x7f]+$",
+            description="With SLOT_EXPIRATION_UI_PASSWORD: the page asks for this user "
+            "(HTTP basic authentication; use HTTPS in front of it).",
+            json_schema_extra={"allowed": "text without ':'", "flag": None},
+        ),
+    ] = None
+    ui_password: Annotated[
+        SecretStr | None,
+        Field(
+            description="The password of SLOT_EXPIRATION_UI_USER; both or neither.",
+            json_schema_extra={"allowed": "text", "flag": None},
+        ),
+    ] = None
+
+    @field_validator("ui_addr")
+    @classmethod
+    def _ui_listen_address(cls, value: str) -> str:
+        parse_listen_address(value)
+        return value
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> Self:
+        if (self.ui_user is None) != (self.ui_password is None):
+            raise ValueError(
+                f"set both {ENV_PREFIX}UI_USER and {ENV_PREFIX}UI_PASSWORD, or neither"
+            )
+        if self.ui_password is not None and not self.ui_password.get_secret_value():
+            raise ValueError(f"{ENV_PREFIX}UI_PASSWORD must not be empty")
+        return self
+
+    @property
+    def address(self) -> ListenAddress:
+        return parse_listen_address(self.ui_addr)
+
+    @property
+    def credentials(self) -> tuple[str, str] | None:
+        """(user, password) when the page asks for them."""
+        if self.ui_user is None or self.ui_password is None:
+            return None
+        return self.ui_user, self.ui_password.get_secret_value()
+
+
+def flag_name(model: type[BaseSettings], name: str) -> str | None:
+    """A field's flag (`--batch-size`), or None for a variable-only field."""
+    field = model.model_fields.get(name)
+    extra = field.json_schema_extra if field is not None else None
+    if isinstance(extra, dict) and "flag" in extra:
+        override = extra["flag"]
+        return None if override is None else f"--{override}"
+    return "--" + name.replace("_", "-")
 
 
 def check_database_url(url: str) -> None:
@@ -335,10 +438,10 @@ def load_settings(model: type[S], *, environment: bool = True, **given: Any) -> 
     try:
         return (model if environment else _flags_only(model))(**flags)
     except ValidationError as exc:
-        raise OptionsError(_describe(exc, environment)) from None
+        raise OptionsError(_describe(model, exc, environment)) from None
 
 
-def _describe(exc: ValidationError, environment: bool) -> str:
+def _describe(model: type[BaseSettings], exc: ValidationError, environment: bool) -> str:
     # pydantic's own rendering repeats the input value: a password could leak.
     problems = []
     for error in exc.errors(include_input=False, include_url=False):
@@ -347,8 +450,8 @@ def _describe(exc: ValidationError, environment: bool) -> str:
         if not field:  # a rule across several options names them itself
             problems.append(f"options: {message}")
             continue
-        source = "--" + field.replace("_", "-")
-        if environment:
-            source += f" / {ENV_PREFIX}{field.upper()}"
-        problems.append(f"{source}: {message}")
+        sources = [flag_name(model, field)]
+        if environment or sources == [None]:
+            sources.append(f"{ENV_PREFIX}{field.upper()}")
+        problems.append(f"{' / '.join(s for s in sources if s)}: {message}")
     return "; ".join(problems)

@@ -8,13 +8,17 @@ from typing import Any, TypeVar
 
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
 from slot_expiration.domain import SlotStatus
-from slot_expiration.status.report import Quarantine, StatusReport, Unreadable
+from slot_expiration.status.report import CycleSummary, Quarantine, StatusReport, Unreadable
+from slot_expiration.status.wording import age_text, count_of, one_line, size_text
 from slot_expiration.store import ApplicationName, FailedSlot
+from slot_expiration.store.history_store import CycleOutcome, CycleRecord
 from slot_expiration.store.status_store import (
     SELECTION_INDEX,
+    SLOT_TABLE,
     OverdueSlot,
     SchemaState,
     SelectionIndex,
+    TableSize,
     WorkerSession,
 )
 
@@ -26,7 +30,11 @@ _WIDTH = 15
 def render_text(report: StatusReport) -> str:
     lines = [
         f"slot-expiration status at {report.as_of.isoformat()}",
-        _row("schema", _part(report.schema, lambda s: _schema(s, report.latest_revision))),
+        _row("last success", _part(report.cycles, lambda c: _last(c.last_success, report))),
+        _row("last failure", _part(report.cycles, lambda c: _last(c.last_failure, report))),
+        _row("last hour", _part(report.cycles, _recent_header)),
+        *_details(report.cycles, lambda c: c.recent_by_instance().items(), _instance),
+        _row("schema", _part(report.schema, lambda s: schema_text(s, report.latest_revision))),
         _row("slots", _part(report.counts, _counts)),
         _row("backlog", _part(report.backlog, lambda n: _backlog(n, report.backlog_capped))),
         _row("oldest overdue", _part(report.oldest_overdue, lambda s: _oldest(report))),
@@ -34,7 +42,7 @@ def render_text(report: StatusReport) -> str:
         *_details(report.worker_sessions, _session),
         _row("failed slots", _part(report.quarantine, _failed_header)),
         *_details(report.quarantine, lambda q: q.latest, _failed),
-        _row("index", _part(report.index, _index)),
+        _row("index", _part(report.index, index_text)),
     ]
     return "\n".join(lines)
 
@@ -56,7 +64,7 @@ def _details(part: Any, *steps: Callable[[Any], Any]) -> list[str]:
     return [f"  {render(item)}" for item in items]
 
 
-def _schema(schema: SchemaState, latest: str | None) -> str:
+def schema_text(schema: SchemaState, latest: str | None) -> str:
     problems = [
         *schema.contract_mismatches,
         *(f"table {t} is missing" for t in schema.missing_tables),
@@ -90,8 +98,49 @@ def _oldest(report: StatusReport) -> str:
     )
 
 
+def _last(cycle: CycleRecord | None, report: StatusReport) -> str:
+    if cycle is None:
+        return "none in the history"
+    age = age_text((report.as_of - cycle.ended_at).total_seconds())
+    what = (
+        f"expired {cycle.expired_count}, backlog {_maybe(cycle.backlog)}"
+        if cycle.outcome is CycleOutcome.SUCCESS
+        else f"{cycle.outcome.value}: {cycle.error_type}{_sqlstate(cycle.sqlstate)}: "
+        f"{one_line(cycle.error or '')}"
+    )
+    return f"{age} ago ({_iso(cycle.ended_at)}) by {cycle.instance}: {what}"
+
+
+def _recent_header(cycles: CycleSummary) -> str:
+    total = cycles.recent_total()
+    if total == 0:
+        return "no cycle ended in the last hour"
+    return f"{count_of(total, 'cycle')}: {_outcomes(cycles.recent_by_outcome())}"
+
+
+def _instance(item: tuple[str, dict[CycleOutcome, int]]) -> str:
+    instance, outcomes = item
+    return f"{instance}: {_outcomes(outcomes)}"
+
+
+def _outcomes(outcomes: dict[CycleOutcome, int]) -> str:
+    return ", ".join(f"{outcome.value} {n}" for outcome, n in sorted(outcomes.items()))
+
+
+def _sqlstate(sqlstate: str | None) -> str:
+    return f" (SQLSTATE {sqlstate})" if sqlstate else ""
+
+
+def _maybe(value: int | None) -> str:
+    return "not counted" if value is None else str(value)
+
+
 def _sessions_header(sessions: tuple[WorkerSession, ...]) -> str:
-    return f"{len(sessions)} sessions connected now (application_name {ApplicationName.WORKER})"
+    between = " (normal between cycles)" if not sessions else ""
+    return (
+        f"{count_of(len(sessions), 'session')} connected now{between} "
+        f"(application_name {ApplicationName.WORKER})"
+    )
 
 
 def _session(session: WorkerSession) -> str:
@@ -109,37 +158,48 @@ def _session(session: WorkerSession) -> str:
 def _failed_header(quarantine: Quarantine) -> str:
     if quarantine.total == 0:
         return "none in quarantine"
+    parked = f", {quarantine.parked} of them parked" if quarantine.parked else ""
     shown = f" (the latest {len(quarantine.latest)} below)" if quarantine.latest else ""
-    return f"{quarantine.total} in quarantine, still Available{shown}"
+    return f"{quarantine.total} in quarantine, still Available{parked}{shown}"
 
 
 def _failed(failed: FailedSlot) -> str:
+    when = (
+        f"parked since {_iso(failed.parked_at)}"
+        if failed.parked_at is not None
+        else f"next {_iso(failed.next_attempt_at)}"
+    )
     return (
-        f"slot {failed.slot_id} of tenant {failed.tenant_id}: {failed.attempts} attempts, "
-        f"last {_iso(failed.last_failed_at)}, next {_iso(failed.next_attempt_at)}, "
-        f"SQLSTATE {failed.sqlstate}: {failed.message}"
+        f"slot {failed.slot_id} of tenant {failed.tenant_id}: "
+        f"{count_of(failed.attempts, 'attempt')}, last {_iso(failed.last_failed_at)}, {when}, "
+        f"SQLSTATE {failed.sqlstate}: {one_line(failed.message)}"
     )
 
 
-def _index(index: SelectionIndex) -> str:
+def index_text(index: SelectionIndex) -> str:
+    size = _table_size(index.size)
     if not index.exists:
-        return f"{SELECTION_INDEX} is MISSING; the selection reads: {index.scan}"
+        return f"{SELECTION_INDEX} is MISSING; the selection reads: {index.scan}; {size}"
     valid = "valid" if index.valid else "INVALID (rebuild it)"
-    serves = "serves the selection" if index.serves_selection else "does NOT serve the selection"
-    return f"{SELECTION_INDEX}: present, {valid}, {serves} ({index.scan})"
+    if index.too_small_to_judge:
+        serves = (
+            f"too small to judge ({count_of(index.size.counted, 'row')}: under "
+            f"{index.size.cap} the planner rightly reads the whole table)"
+        )
+    elif index.serves_selection:
+        serves = f"serves the selection ({index.scan})"
+    else:
+        serves = f"does NOT serve the selection ({index.scan})"
+    return f"{SELECTION_INDEX}: present, {valid}, {serves}; {size}"
 
 
-def age_text(seconds: float) -> str:
-    """3d 4h 5m, 4h 5m, 5m 6s or 6s."""
-    whole = int(seconds)
-    days, rest = divmod(whole, 86_400)
-    hours, rest = divmod(rest, 3_600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h {minutes}m"
-    if hours:
-        return f"{hours}h {minutes}m"
-    return f"{minutes}m {secs}s" if minutes else f"{secs}s"
+def _table_size(size: TableSize) -> str:
+    rows = (
+        "never analyzed"
+        if size.rows_estimate is None
+        else f"about {count_of(size.rows_estimate, 'row')}"
+    )
+    return f"table {SLOT_TABLE}: {rows}, {size_text(size.total_bytes)}"
 
 
 def _iso(moment: datetime | None) -> str:

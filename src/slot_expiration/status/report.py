@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
 
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import ApplicationName, FailedSlot, SchemaMissingError, SlotStoreError
+from slot_expiration.store import ApplicationName, SchemaMissingError, SlotStoreError
+from slot_expiration.store.history_store import (
+    FAILURES,
+    CycleOutcome,
+    CycleRecord,
+    OutcomeCount,
+)
+from slot_expiration.store.quarantine_store import QuarantineListing
 from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.store.status_store import (
     SELECTION_INDEX,
@@ -22,6 +29,8 @@ from slot_expiration.store.status_store import (
 
 # How many quarantined slots the report lists (it always gives the total).
 FAILED_SHOWN: Final = 20
+# "Cycles in the last hour": the window of the alerts' own `[1h]` ranges.
+RECENT_WINDOW: Final = timedelta(hours=1)
 T = TypeVar("T")
 
 
@@ -41,16 +50,44 @@ class Unreadable:
         return {"unreadable": self.reason, "sqlstate": self.sqlstate}
 
 
+Quarantine = QuarantineListing
+
+
 @dataclass(frozen=True, slots=True)
-class Quarantine:
-    total: int
-    latest: tuple[FailedSlot, ...]
+class CycleSummary:
+    """What the history says: the last success and failure of any instance, and the
+    cycles of the last hour, per instance and outcome, with each one's latest."""
+
+    last_success: CycleRecord | None
+    last_failure: CycleRecord | None
+    recent: tuple[OutcomeCount, ...]
+    latest_per_instance: tuple[CycleRecord, ...]
+
+    def recent_total(self) -> int:
+        return sum(count.cycles for count in self.recent)
+
+    def recent_by_outcome(self) -> dict[CycleOutcome, int]:
+        totals: dict[CycleOutcome, int] = {}
+        for count in self.recent:
+            totals[count.outcome] = totals.get(count.outcome, 0) + count.cycles
+        return totals
+
+    def recent_by_instance(self) -> dict[str, dict[CycleOutcome, int]]:
+        instances: dict[str, dict[CycleOutcome, int]] = {}
+        for count in self.recent:
+            instances.setdefault(count.instance, {})[count.outcome] = count.cycles
+        return instances
+
+    def needing_a_person(self) -> tuple[CycleRecord, ...]:
+        """Instances whose latest cycle failed on what only a person can fix."""
+        return tuple(c for c in self.latest_per_instance if c.outcome.needs_a_person)
 
 
 @dataclass(frozen=True, slots=True)
 class StatusReport:
     as_of: datetime
     latest_revision: str | None
+    cycles: CycleSummary | Unreadable
     schema: SchemaState | Unreadable
     counts: dict[SlotStatus, int] | Unreadable
     backlog: int | Unreadable
@@ -72,6 +109,7 @@ class StatusReport:
     def as_json(self) -> dict[str, Any]:
         return {
             "as_of": self.as_of.isoformat(),
+            "cycles": _part_json(self.cycles, lambda c: _cycles_json(c, self.as_of)),
             "schema": _part_json(self.schema, lambda s: _schema_json(s, self.latest_revision)),
             "counts": _part_json(self.counts, lambda c: {k.value: n for k, n in c.items()}),
             "backlog": _part_json(
@@ -84,7 +122,11 @@ class StatusReport:
             "worker_sessions": _part_json(self.worker_sessions, _sessions_json),
             "failed_slots": _part_json(
                 self.quarantine,
-                lambda q: {"total": q.total, "shown": [_failed_json(f) for f in q.latest]},
+                lambda q: {
+                    "total": q.total,
+                    "parked": q.parked,
+                    "shown": [f.as_json() for f in q.latest],
+                },
             ),
             "index": _part_json(self.index, _index_json),
         }
@@ -98,27 +140,38 @@ async def collect_status(
     Raises SchemaMissingError when there is no slot table at all: nothing to report.
     """
     async with StatusStore.connect(database_url, ApplicationName.STATUS) as store:
-        schema = await _read(store, store.schema_state)
+        schema = await read_part(store, store.schema_state)
         if isinstance(schema, SchemaState) and schema.slot_table_missing:
             raise SchemaMissingError("table availability_slots does not exist")
 
         async def quarantine() -> Quarantine:
-            return Quarantine(*await store.quarantine.listing(failed_shown))
+            return await store.quarantine.listing(failed_shown)
 
         return StatusReport(
             as_of=as_of,
             latest_revision=HEAD_REVISION,
+            cycles=await read_part(store, lambda: summarize_cycles(store, as_of)),
             schema=schema,
-            counts=await _read(store, store.counts_by_status),
-            backlog=await _read(store, lambda: store.backlog(as_of, BACKLOG_COUNT_CAP)),
-            oldest_overdue=await _read(store, lambda: store.oldest_overdue(as_of)),
-            worker_sessions=await _read(store, store.worker_sessions),
-            quarantine=await _read(store, quarantine),
-            index=await _read(store, lambda: store.selection_index(as_of, batch_size)),
+            counts=await read_part(store, store.counts_by_status),
+            backlog=await read_part(store, lambda: store.backlog(as_of, BACKLOG_COUNT_CAP)),
+            oldest_overdue=await read_part(store, lambda: store.oldest_overdue(as_of)),
+            worker_sessions=await read_part(store, store.worker_sessions),
+            quarantine=await read_part(store, quarantine),
+            index=await read_part(store, lambda: store.selection_index(as_of, batch_size)),
         )
 
 
-async def _read(store: StatusStore, read: Callable[[], Awaitable[T]]) -> T | Unreadable:
+async def summarize_cycles(store: StatusStore, as_of: datetime) -> CycleSummary:
+    since = as_of - RECENT_WINDOW
+    return CycleSummary(
+        last_success=await store.history.latest([CycleOutcome.SUCCESS]),
+        last_failure=await store.history.latest(FAILURES),
+        recent=await store.history.outcomes_since(since),
+        latest_per_instance=await store.history.latest_per_instance(since),
+    )
+
+
+async def read_part(store: StatusStore, read: Callable[[], Awaitable[T]]) -> T | Unreadable:
     try:
         async with store.part():
             return await read()
@@ -157,6 +210,48 @@ def _index_json(index: SelectionIndex) -> dict[str, Any]:
         "definition": index.definition,
         "selection_scan": index.scan,
         "serves_selection": index.serves_selection,
+        "too_small_to_judge": index.too_small_to_judge,
+        "table_rows_counted": index.size.counted,
+        "table_rows_count_cap": index.size.cap,
+        "table_rows_estimate": index.size.rows_estimate,
+        "table_bytes": index.size.total_bytes,
+    }
+
+
+def _cycles_json(cycles: CycleSummary, as_of: datetime) -> dict[str, Any]:
+    return {
+        "last_success": cycle_json(cycles.last_success, as_of),
+        "last_failure": cycle_json(cycles.last_failure, as_of),
+        "last_hour": {
+            "total": cycles.recent_total(),
+            "by_outcome": {o.value: n for o, n in cycles.recent_by_outcome().items()},
+            "by_instance": {
+                instance: {o.value: n for o, n in outcomes.items()}
+                for instance, outcomes in cycles.recent_by_instance().items()
+            },
+        },
+        "needing_a_person": [c.instance for c in cycles.needing_a_person()],
+    }
+
+
+def cycle_json(cycle: CycleRecord | None, as_of: datetime) -> dict[str, Any] | None:
+    if cycle is None:
+        return None
+    return {
+        "run_id": str(cycle.run_id),
+        "instance": cycle.instance,
+        "outcome": cycle.outcome.value,
+        "ended_at": cycle.ended_at.isoformat(),
+        "age_seconds": round((as_of - cycle.ended_at).total_seconds(), 3),
+        "duration_ms": round(cycle.duration_ms, 3),
+        "expired_count": cycle.expired_count,
+        "failed_count": cycle.failed_count,
+        "batches": cycle.batches,
+        "backlog": cycle.backlog,
+        "stop_reason": cycle.stop_reason,
+        "error_type": cycle.error_type,
+        "sqlstate": cycle.sqlstate,
+        "error": cycle.error,
     }
 
 
@@ -185,17 +280,4 @@ def _session_json(session: WorkerSession) -> dict[str, Any]:
         "state_change": _iso(session.state_change),
         "wait_event_type": session.wait_event_type,
         "wait_event": session.wait_event,
-    }
-
-
-def _failed_json(failed: FailedSlot) -> dict[str, Any]:
-    return {
-        "slot_id": str(failed.slot_id),
-        "tenant_id": str(failed.tenant_id),
-        "attempts": failed.attempts,
-        "first_failed_at": failed.first_failed_at.isoformat(),
-        "last_failed_at": failed.last_failed_at.isoformat(),
-        "next_attempt_at": failed.next_attempt_at.isoformat(),
-        "sqlstate": failed.sqlstate,
-        "message": failed.message,
     }

@@ -1,8 +1,9 @@
 """The quarantine of poison rows: the one home of its reads, writes and commands.
 
-The cycle records rejected rows and releases expired ones inside its own batch
-transactions; an operator lists the quarantine and makes slots due again.
-Statements: quarantine.sql.
+The cycle records rejected rows and ends the entries of expired ones inside its
+own batch transactions; an operator lists the quarantine, parks slots and makes
+them due again. An entry that ends is kept (ended, with the status its slot left
+for) until the worker purges it past the retention. Statements: quarantine.sql.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Self
+from typing import Any, Self
 from uuid import UUID
 
 from slot_expiration.store.errors import NotQuarantinedError
+from slot_expiration.store.history_store import PURGE_BATCH
 from slot_expiration.store.session import (
     ApplicationName,
     Session,
@@ -46,6 +48,78 @@ class FailedSlot:
     next_attempt_at: datetime
     sqlstate: str
     message: str
+    parked_at: datetime | None = None  # retries stopped until `quarantine retry`
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "slot_id": str(self.slot_id),
+            "tenant_id": str(self.tenant_id),
+            "attempts": self.attempts,
+            "first_failed_at": self.first_failed_at.isoformat(),
+            "last_failed_at": self.last_failed_at.isoformat(),
+            "next_attempt_at": self.next_attempt_at.isoformat(),
+            "parked_at": _iso(self.parked_at),
+            "sqlstate": self.sqlstate,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EndedEntry:
+    """A quarantine entry that ended: its slot expired (`Expired`) or left Available
+    another way (`Booked`, `Archived`), possibly while parked."""
+
+    slot_id: UUID
+    tenant_id: UUID
+    attempts: int
+    first_failed_at: datetime
+    last_failed_at: datetime
+    sqlstate: str
+    message: str
+    parked_at: datetime | None
+    ended_at: datetime
+    ended_status: str
+
+    @property
+    def expired(self) -> bool:
+        return self.ended_status == "Expired"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "slot_id": str(self.slot_id),
+            "tenant_id": str(self.tenant_id),
+            "attempts": self.attempts,
+            "first_failed_at": self.first_failed_at.isoformat(),
+            "last_failed_at": self.last_failed_at.isoformat(),
+            "parked_at": _iso(self.parked_at),
+            "ended_at": self.ended_at.isoformat(),
+            "ended_status": self.ended_status,
+            "ended_how": "expired" if self.expired else "left_available",
+            "sqlstate": self.sqlstate,
+            "message": self.message,
+        }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class ListingFilter:
+    """`quarantine list`'s filters; None: any."""
+
+    sqlstate: str | None = None
+    tenant_id: UUID | None = None
+
+    def parameters(self) -> dict[str, object]:
+        return {"sqlstate": self.sqlstate, "tenant_id": self.tenant_id}
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineListing:
+    total: int  # entries still Available, parked ones included
+    parked: int
+    latest: tuple[FailedSlot, ...]
 
 
 class QuarantineStore:
@@ -79,31 +153,57 @@ class QuarantineStore:
             },
         )
 
-    async def release(self, slot_ids: Sequence[UUID]) -> None:
-        """Drop these rows from the quarantine (they expired)."""
+    async def release(self, slot_ids: Sequence[UUID], now: datetime) -> None:
+        """End these rows' entries: they expired."""
         if slot_ids:
-            await self._session.execute("release_rows", {"ids": list(slot_ids)})
+            await self._session.execute("release_rows", {"ids": list(slot_ids), "now": now})
 
-    async def purge(self) -> None:
-        """Forget quarantined rows that left Available some other way."""
-        await self._session.execute("purge_quarantine")
+    async def end_departed(self, now: datetime) -> None:
+        """End the entries of slots that left Available some other way."""
+        await self._session.execute("end_departed_entries", {"now": now})
+
+    async def purge_ended(self, cutoff: datetime, limit: int = PURGE_BATCH) -> int:
+        """Delete up to `limit` entries that ended before `cutoff`; returns how many."""
+        params = {"cutoff": cutoff, "limit": limit}
+        return await self._session.execute("purge_ended_quarantine", params)
+
+    async def count_active(self) -> int:
+        """Slots in quarantine, still Available, not parked."""
+        return int(await self._session.value("count_quarantined"))
 
     async def retry(
         self, slot_ids: Sequence[UUID], now: datetime, *, every: bool = False
     ) -> list[UUID]:
-        """Make these (or `every`) quarantined slots due at `now`; returns them.
+        """Make these (or `every` unparked) quarantined slots due at `now`; returns them.
 
         Raises NotQuarantinedError if a named slot is not in the quarantine (the
         caller's transaction then rolls back: all or nothing).
         """
         params = {"ids": list(slot_ids), "now": now, "all": every}
-        found = [row[0] for row in await self._session.rows("retry_quarantined", params)]
+        return await self._named("retry_quarantined", slot_ids, params)
+
+    async def park(self, slot_ids: Sequence[UUID], now: datetime) -> list[UUID]:
+        """Stop retrying these quarantined slots until they are retried by name."""
+        return await self._named("park_quarantined", slot_ids, {"ids": list(slot_ids), "now": now})
+
+    async def _named(
+        self, name: str, slot_ids: Sequence[UUID], params: dict[str, object]
+    ) -> list[UUID]:
+        found = [row[0] for row in await self._session.rows(name, params)]
         if missing := set(slot_ids) - set(found):
             raise NotQuarantinedError(sorted(str(slot_id) for slot_id in missing))
         return found
 
-    async def listing(self, limit: int) -> tuple[int, tuple[FailedSlot, ...]]:
-        """How many slots are in quarantine and still Available, and the latest `limit`."""
-        total = await self._session.value("quarantine_total")
-        rows = await self._session.rows("quarantine_list", {"limit": limit})
-        return int(total), tuple(FailedSlot(*row) for row in rows)
+    async def listing(self, limit: int, where: ListingFilter | None = None) -> QuarantineListing:
+        """The slots in quarantine and still Available (parked ones too): how many, how
+        many of them parked, and the latest `limit`."""
+        params = (where or ListingFilter()).parameters()
+        total, parked = await self._session.row("quarantine_total", params)
+        rows = await self._session.rows("quarantine_list", params | {"limit": limit})
+        return QuarantineListing(int(total), int(parked), tuple(FailedSlot(*row) for row in rows))
+
+    async def ended(self, limit: int, where: ListingFilter | None = None) -> tuple[EndedEntry, ...]:
+        """Entries that ended, kept for the retention period; the latest end first."""
+        params = (where or ListingFilter()).parameters() | {"limit": limit}
+        rows = await self._session.rows("quarantine_ended", params)
+        return tuple(EndedEntry(*row) for row in rows)

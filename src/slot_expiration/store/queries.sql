@@ -4,12 +4,14 @@
 
 -- fragment: due_slot_predicate
 -- What the worker may take now: Available, started by `as_of`, not in
--- quarantine until after `now`, not already tried in this transaction.
+-- quarantine until after `now` nor parked there (an entry that ended no
+-- longer counts), not already tried in this transaction.
 s.status = 'Available' AND s.start_at <= %(as_of)s
 AND s.id <> ALL (%(exclude_ids)s::uuid[])
 AND NOT EXISTS (
     SELECT FROM slot_expiration_failures AS q
-    WHERE q.slot_id = s.id AND q.next_attempt_at > %(now)s
+    WHERE q.slot_id = s.id AND q.ended_at IS NULL
+      AND (q.next_attempt_at > %(now)s OR q.parked_at IS NOT NULL)
 )
 
 -- fragment: pick_due_slots
@@ -50,9 +52,10 @@ WHERE
 
 -- name: expire_batch
 -- The healthy-batch fast path, one statement: lock up to batch_size due
--- rows, expire them (Available -> Expired, the state machine's EXPIRE), drop
--- the quarantine entries of the rows that now expired, and count the rows
--- passed over inside the batch's window. The update finds each row by key.
+-- rows, expire them (Available -> Expired, the state machine's EXPIRE), end
+-- the quarantine entries of the rows that now expired (as release_rows), and
+-- count the rows passed over inside the batch's window. The update finds each
+-- row by key.
 WITH picked AS MATERIALIZED (
     -- include: pick_due_slots
     FOR UPDATE OF s SKIP LOCKED
@@ -64,9 +67,10 @@ expired AS (
     RETURNING s.id, s.tenant_id, s.start_at
 ),
 released AS (
-    DELETE FROM slot_expiration_failures AS q
-    USING expired AS e
-    WHERE q.slot_id = e.id
+    UPDATE slot_expiration_failures AS q
+    SET ended_at = %(now)s, ended_status = 'Expired'
+    FROM expired AS e
+    WHERE q.slot_id = e.id AND q.ended_at IS NULL
 ),
 window_end AS (
     -- include: batch_window_end
@@ -98,7 +102,8 @@ SELECT
         (
             SELECT array_agg(coalesce(q.attempts, 0) ORDER BY p.start_at, p.id)
             FROM picked AS p
-            LEFT JOIN slot_expiration_failures AS q ON q.slot_id = p.id
+            LEFT JOIN slot_expiration_failures AS q
+                ON q.slot_id = p.id AND q.ended_at IS NULL
         ),
         '{}'
     ) AS previous_attempts,

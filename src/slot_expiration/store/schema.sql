@@ -32,17 +32,23 @@ SELECT * FROM (VALUES
     (9, 'slot_expiration_failures', NULL, 'INSERT'),
     (10, 'slot_expiration_failures', NULL, 'UPDATE'),
     (11, 'slot_expiration_failures', NULL, 'DELETE'),
-    (12, 'slot_expiration_alembic_version', NULL, 'SELECT')
+    (12, 'slot_expiration_alembic_version', NULL, 'SELECT'),
+    -- The cycle history: a row per cycle, and the purge past the retention
+    -- (a plain DELETE, whose WHERE reads the rows: SELECT too).
+    (13, 'slot_expiration_cycles', NULL, 'SELECT'),
+    (14, 'slot_expiration_cycles', NULL, 'INSERT'),
+    (15, 'slot_expiration_cycles', NULL, 'DELETE')
 ) AS requirement (ordinal, relation, column_name, privilege)
 
 -- fragment: reader_requirements
--- What the read-only views need (`status`, `quarantine list`, /readyz): the
--- tables they read. Sessions of other roles show their state in `status`
+-- What the read-only views need (`status`, `quarantine list`, `ui`, /readyz):
+-- the tables they read. Sessions of other roles show their state in `status`
 -- only with pg_read_all_stats, which only a superuser can grant.
 SELECT * FROM (VALUES
     (1, 'availability_slots', NULL, 'SELECT'),
     (2, 'slot_expiration_failures', NULL, 'SELECT'),
-    (3, 'slot_expiration_alembic_version', NULL, 'SELECT')
+    (3, 'slot_expiration_alembic_version', NULL, 'SELECT'),
+    (4, 'slot_expiration_cycles', NULL, 'SELECT')
 ) AS requirement (ordinal, relation, column_name, privilege)
 
 -- fragment: worker_requirement_problems
@@ -106,7 +112,8 @@ ORDER BY ordinal;
 -- name: worker_tables_missing
 -- The worker's own tables that do not exist (the migrations create them).
 SELECT name FROM (VALUES
-    ('slot_expiration_failures'), ('slot_expiration_alembic_version')
+    ('slot_expiration_failures'), ('slot_expiration_alembic_version'),
+    ('slot_expiration_cycles')
 ) AS own (name)
 WHERE to_regclass(name) IS NULL
 ORDER BY name;

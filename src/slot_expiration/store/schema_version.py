@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from slot_expiration.store.migrate import MigrationOutcome
 
 # The newest migration in migrations/versions.
-HEAD_REVISION: Final = "0005"
+HEAD_REVISION: Final = "0006"
 
 # Our own history table: the calendar's database may keep its own `alembic_version`.
 VERSION_TABLE: Final = "slot_expiration_alembic_version"

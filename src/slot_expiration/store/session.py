@@ -38,6 +38,8 @@ class ApplicationName:
     SLOTS: Final = "slot-expiration-slots"
     ADMIN: Final = "slot-expiration-admin"
     BENCH: Final = "slot-expiration-bench"
+    HISTORY: Final = "slot-expiration-history"  # the worker writing a cycle's row, after it
+    UI: Final = "slot-expiration-ui"
 
 
 CONNECT_TIMEOUT_SECONDS: Final = 10

@@ -40,6 +40,17 @@ FROM pg_index AS i
 JOIN pg_class AS c ON c.oid = i.indrelid
 WHERE i.indexrelid = to_regclass('ix_availability_slots_status_start');
 
+-- name: status_slot_table_size
+-- How big the slot table is: its rows counted exactly up to `cap` (a short
+-- walk that stops there: enough to tell a table too small to judge its plan),
+-- the planner's estimate (NULL before the first ANALYZE or VACUUM) and its
+-- size on disk, indexes and TOAST included.
+SELECT (SELECT count(*) FROM (SELECT FROM availability_slots LIMIT %(cap)s) AS r) AS counted,
+       CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint END AS rows_estimate,
+       pg_total_relation_size(c.oid) AS total_bytes
+FROM pg_class AS c
+WHERE c.oid = to_regclass('availability_slots');
+
 -- name: status_explain_selection
 -- The plan of the worker's selection (the same text as expire_batch's pick),
 -- without running it: whether the planner reads

@@ -17,6 +17,7 @@ from uuid import UUID
 
 from slot_expiration.domain import SlotStatus
 from slot_expiration.store.errors import SlotStoreError
+from slot_expiration.store.history_store import HistoryStore
 from slot_expiration.store.quarantine_store import QuarantineStore
 from slot_expiration.store.session import (
     ApplicationName,
@@ -27,6 +28,11 @@ from slot_expiration.store.session import (
 
 SELECTION_INDEX: Final = "ix_availability_slots_status_start"
 SLOT_TABLE: Final = "availability_slots"
+# Below this many slots the planner may rightly read the whole table instead of the
+# index (measured with the selection's own EXPLAIN on generated calendars: a
+# sequential scan up to 1,000 rows, a bitmap scan at 2,000, the index from 3,000
+# whatever the share of due slots): whether the index serves cannot be judged yet.
+SMALL_TABLE_ROWS: Final = 5_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +59,20 @@ class WorkerSession:
 
 
 @dataclass(frozen=True, slots=True)
+class TableSize:
+    """The slot table's size: rows counted up to `cap`, the planner's estimate, bytes."""
+
+    counted: int
+    cap: int
+    rows_estimate: int | None  # None before the table's first ANALYZE or VACUUM
+    total_bytes: int
+
+    @property
+    def small(self) -> bool:
+        return self.counted < self.cap
+
+
+@dataclass(frozen=True, slots=True)
 class SelectionIndex:
     """Whether the selection's index exists, is usable and is what the planner reads."""
 
@@ -62,6 +82,13 @@ class SelectionIndex:
     definition: str | None
     scan: str  # how the plan reads the slot table: "Index Scan using ix_...", "Seq Scan", ...
     serves_selection: bool
+    size: TableSize
+
+    @property
+    def too_small_to_judge(self) -> bool:
+        """On a small table the planner rightly prefers a sequential scan: that the index
+        does not serve the selection yet is no alarm."""
+        return self.size.small
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +114,7 @@ class StatusStore:
     def __init__(self, session: Session) -> None:
         self._session = session
         self.quarantine = QuarantineStore(session)
+        self.history = HistoryStore(session)
 
     @classmethod
     @asynccontextmanager
@@ -139,6 +167,12 @@ class StatusStore:
         rows = await self._session.rows("status_worker_sessions", params)
         return tuple(WorkerSession(*row) for row in rows)
 
+    async def table_size(self, cap: int = SMALL_TABLE_ROWS) -> TableSize:
+        counted, estimate, total_bytes = await self._session.row(
+            "status_slot_table_size", {"cap": cap}
+        )
+        return TableSize(int(counted), cap, estimate, int(total_bytes))
+
     async def selection_index(self, as_of: datetime, batch_size: int) -> SelectionIndex:
         found = await self._session.rows("status_selection_index")
         params = {"as_of": as_of, "now": as_of, "batch_size": batch_size, "exclude_ids": []}
@@ -152,6 +186,7 @@ class StatusStore:
             definition=definition,
             scan=scan,
             serves_selection=f"using {SELECTION_INDEX}" in scan,
+            size=await self.table_size(),
         )
 
 
@@ -159,7 +194,8 @@ def _slot_table_scan(explained: Any) -> str:
     """How an EXPLAIN (FORMAT JSON) plan reads the slot table, in EXPLAIN's own words.
 
     A bitmap scan reads the table in one node and the index in a child node:
-    both are named ("Bitmap Heap Scan, Bitmap Index Scan using ix_...").
+    both are named ("Bitmap Heap Scan, Bitmap Index Scan using ix_..."). Only scans
+    are named: the joins, sorts and limits around them say nothing of the index.
     """
     try:
         steps = [
@@ -167,8 +203,9 @@ def _slot_table_scan(explained: Any) -> str:
             if "Index Name" in node
             else str(node["Node Type"])
             for node in _plan_nodes(explained[0]["Plan"])
-            # A bitmap index scan names no relation; any other node names its own.
-            if node.get("Relation Name", SLOT_TABLE) == SLOT_TABLE
+            # A bitmap index scan names no relation; any other scan names its own.
+            if str(node["Node Type"]).endswith("Scan")
+            and node.get("Relation Name", SLOT_TABLE) == SLOT_TABLE
         ]
     except (KeyError, IndexError, TypeError) as exc:
         raise SlotStoreError(f"unexpected EXPLAIN output: {exc!r}") from exc

@@ -118,11 +118,11 @@ async def _listen(
         )
     except OSError as exc:
         raise EndpointError(
-            f"cannot serve metrics on {address} (--metrics-addr): {_reason(exc)}"
+            f"cannot serve metrics on {address} (--metrics-addr): {listen_failure(exc)}"
         ) from None
 
 
-def _reason(exc: OSError) -> str:
+def listen_failure(exc: OSError) -> str:
     if exc.errno == errno.EADDRINUSE:
         return "the port is already in use"
     if isinstance(exc, socket.gaierror):

@@ -30,6 +30,10 @@ class CycleHooks(Protocol):
     def backlog_measured(self, run_id: UUID, backlog: int) -> None:
         """Due rows left after the cycle's batches, even when one of them failed."""
 
+    def quarantine_measured(self, run_id: UUID, count: int) -> None:
+        """Slots in quarantine after the cycle, still Available and not parked; once per
+        cycle, after the backlog (even when a batch failed)."""
+
     def cycle_completed(self, result: CycleResult) -> None: ...
 
     def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
@@ -95,6 +99,10 @@ class FanOutHooks:
     def backlog_measured(self, run_id: UUID, backlog: int) -> None:
         for sink in self._sinks:
             sink.backlog_measured(run_id, backlog)
+
+    def quarantine_measured(self, run_id: UUID, count: int) -> None:
+        for sink in self._sinks:
+            sink.quarantine_measured(run_id, count)
 
     def cycle_completed(self, result: CycleResult) -> None:
         for sink in self._sinks:

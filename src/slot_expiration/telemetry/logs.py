@@ -32,6 +32,8 @@ class Event:
     WORKER_STOPPED: Final = "worker.stopped"
     ENDPOINT_SERVING: Final = "endpoint.serving"
     UNKNOWN_VARIABLE: Final = "options.unknown_variable"
+    HISTORY_WRITE_FAILED: Final = "history.write_failed"
+    UI_SERVING: Final = "ui.serving"
 
 
 class LogHooks(NoHooks):

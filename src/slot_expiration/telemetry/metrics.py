@@ -194,7 +194,7 @@ class MetricsHooks(NoHooks):
     def loop_started(self, interval_seconds: float, batch_size: int) -> None:
         self.interval.set(interval_seconds)
 
-    def quarantine_measured(self, count: int) -> None:
+    def quarantine_measured(self, run_id: UUID, count: int) -> None:
         """The slots in quarantine now, parked ones apart (the cycle reports it)."""
         self.quarantined.set(count)
 

@@ -82,6 +82,11 @@ class TraceHooks:
         if (cycle := self._cycles.get(run_id)) is not None:
             cycle.span.set_attribute("slot_expiration.backlog", backlog)
 
+    def quarantine_measured(self, run_id: UUID, count: int) -> None:
+        self._inner.quarantine_measured(run_id, count)
+        if (cycle := self._cycles.get(run_id)) is not None:
+            cycle.span.set_attribute("slot_expiration.quarantined_slots", count)
+
     def batch_started(self, run_id: UUID, number: int) -> None:
         cycle = self._cycles.get(run_id)
         parent = trace.set_span_in_context(cycle.span) if cycle is not None else None

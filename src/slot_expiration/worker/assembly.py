@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Final
 from uuid import UUID
 
@@ -36,7 +36,9 @@ from slot_expiration.loop import (
 )
 from slot_expiration.options import CycleOptions, WorkerOptions
 from slot_expiration.store import SlotStore, TransactionLimits
+from slot_expiration.store.housekeeping import Housekeeping, record_cycle
 from slot_expiration.telemetry import CycleHooks, FanOutHooks, LogHooks, NoHooks
+from slot_expiration.telemetry.history import HistoryHooks, default_instance
 from slot_expiration.telemetry.traces import TraceHooks, tracing
 from slot_expiration.worker.observability import Observability, announce
 
@@ -67,6 +69,18 @@ def store_factory(options: CycleOptions) -> StoreFactory:
 
 def build_cycle(options: CycleOptions) -> ExpiryCycle:
     return ExpiryCycle(store_factory(options), cycle_limits(options))
+
+
+def history_hooks(options: CycleOptions) -> HistoryHooks:
+    """The sink that writes each cycle's row in the history (and purges past the
+    retention), as this instance."""
+    housekeeping = Housekeeping(
+        options.require_database_url(), timedelta(days=options.history_retention_days)
+    )
+    return HistoryHooks(
+        lambda record: record_cycle(housekeeping, record),
+        options.instance_id or default_instance(),
+    )
 
 
 async def check_ready(options: CycleOptions) -> None:
@@ -152,9 +166,9 @@ async def run_once(
     """
     with cancel_on_signals(), tracing() as tracer:
         await check_ready(options)
-        committed = _Committed()
+        committed, history = _Committed(), history_hooks(options)
         sinks = [hooks or LogHooks(max_clock_skew_seconds=options.max_clock_skew_seconds)]
-        traced = TraceHooks(FanOutHooks([*sinks, committed]), tracer)
+        traced = TraceHooks(FanOutHooks([*sinks, committed, history]), tracer)
         started = time.monotonic()
         try:
             cycle = build_cycle(options)
@@ -165,6 +179,8 @@ async def run_once(
             if (cut := committed.cut_short(failure, started)) is not None:
                 raise cut from None
             raise
+        finally:
+            await history.drain()
 
 
 def build_loop(
@@ -197,11 +213,16 @@ async def run_worker(
     with tracing() as tracer, stop_on_signals(stop):
         observability = Observability.for_worker(options, tracer)
         logs = LogHooks(max_clock_skew_seconds=options.max_clock_skew_seconds)
-        hooks = observability.hooks([logs, *extra_hooks])
+        history = history_hooks(options)
+        hooks = observability.hooks([logs, history, *extra_hooks])
         # Listening first: a port already taken fails the start before anything else.
         async with observability.endpoint(options) as url:
             await check_ready(options)
             loop = build_loop(options, hooks)
             hooks.loop_started(options.interval_seconds, options.batch_size)
             announce(url, on_serving)
-            return await loop.run(stop)
+            try:
+                return await loop.run(stop)
+            finally:
+                # The last cycle's row (an interrupted one, say) is written before exit.
+                await history.drain()

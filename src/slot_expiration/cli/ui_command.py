@@ -1,0 +1,73 @@
+"""`slot-expiration ui`: one read-only page for the on-call engineer, until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import sys
+from typing import Any
+
+import click
+
+from slot_expiration.cli.common import guarded, required_url, settings_from, store_failure
+from slot_expiration.cli.errors import PROGRAM, ExitCode, fail, scrub
+from slot_expiration.cli.option_flags import option
+from slot_expiration.domain import utc_now
+from slot_expiration.loop import StopSignal, stop_on_signals
+from slot_expiration.options import UiOptions, url_secrets
+from slot_expiration.store import SlotStoreError
+from slot_expiration.ui.errors import UiServeError
+
+
+@click.command()
+@option(UiOptions, "database_url")
+@option(UiOptions, "ui_addr")
+def ui(**given: Any) -> None:
+    """Serve one read-only page: the recent cycles of every instance, the backlog over the
+    last hours, the quarantine, the schema and the index. Runs as the read-only role of
+    `grant --read-only`. With SLOT_EXPIRATION_UI_USER and SLOT_EXPIRATION_UI_PASSWORD set,
+    it asks for them (HTTP basic authentication)."""
+    settings = settings_from(UiOptions, **given)
+    url = required_url(settings)
+    if settings.credentials is None and not _loopback(settings.address.host):
+        print(
+            f"{PROGRAM}: warning: the page shows slot and tenant ids and listens on "
+            f"{settings.address} without authentication: put an authenticating proxy in "
+            "front of it, or set SLOT_EXPIRATION_UI_USER and SLOT_EXPIRATION_UI_PASSWORD",
+            file=sys.stderr,
+        )
+    try:
+        guarded(lambda: asyncio.run(_serve(settings, url)), settings)
+    except UiServeError as exc:
+        fail(str(exc), ExitCode.FAILURE)
+
+
+async def _serve(settings: UiOptions, url: str) -> None:
+    # Jinja2 loads only for this command: the worker's own processes never pay for it.
+    from slot_expiration.ui.server import serving_ui  # noqa: PLC0415
+    from slot_expiration.ui.snapshot import take_snapshot  # noqa: PLC0415
+
+    # A wrong URL, a refused login or a missing schema: said at start, exit 1. Later
+    # failures show on the page itself (503), which keeps serving.
+    await take_snapshot(url, utc_now())
+    stop = StopSignal()
+    with stop_on_signals(stop):
+        async with serving_ui(
+            settings.address, url, settings.credentials, lambda exc: _failure(exc, url)
+        ) as served:
+            click.echo(f"{PROGRAM} ui: serving {served} (read-only; SIGTERM or Ctrl-C stops it)")
+            sys.stdout.flush()
+            await stop.requested.wait()
+
+
+def _failure(exc: SlotStoreError, url: str) -> str:
+    return scrub(store_failure(exc, url), url_secrets(url))
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

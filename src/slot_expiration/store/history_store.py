@@ -1,0 +1,148 @@
+"""The cycle history: one row per cycle, written by the worker, read by `status` and `ui`.
+
+Statements: history.sql. The worker writes on a short session of its own once a
+cycle ended (telemetry/history.py); the readers use the status session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Final, Self
+from uuid import UUID
+
+from slot_expiration.store.session import (
+    ApplicationName,
+    Session,
+    SessionSettings,
+    Transaction,
+    TransactionLimits,
+)
+
+# A purge deletes at most this many rows per transaction: one row per cycle per
+# instance is written, so one purge per cycle keeps up with any number of them.
+PURGE_BATCH: Final = 500
+
+
+class CycleOutcome(StrEnum):
+    """How a cycle ended, as the history keeps it."""
+
+    SUCCESS = "success"
+    FAILED = "failed"  # an infrastructure error: time may cure it
+    BUDGET_EXCEEDED = "budget_exceeded"
+    MISCONFIGURED = "misconfigured"  # a login, a grant, a table: a person must act
+    CLOCK_SKEW = "clock_skew"  # the worker's clock ahead of the database's
+    INTERRUPTED = "interrupted"  # stopped at shutdown, its batch in flight rolled back
+
+    @property
+    def needs_a_person(self) -> bool:
+        return self in (CycleOutcome.MISCONFIGURED, CycleOutcome.CLOCK_SKEW)
+
+
+FAILURES: Final = tuple(outcome for outcome in CycleOutcome if outcome is not CycleOutcome.SUCCESS)
+
+
+@dataclass(frozen=True, slots=True)
+class CycleRecord:
+    """One cycle of one worker instance. Counts cover the batches that committed."""
+
+    run_id: UUID
+    instance: str
+    as_of: datetime
+    started_at: datetime
+    ended_at: datetime
+    outcome: CycleOutcome
+    stop_reason: str | None
+    expired_count: int
+    skipped_locked_count: int
+    failed_count: int
+    batches: int
+    duration_ms: float
+    backlog: int | None
+    clock_skew_seconds: float | None = None
+    error_type: str | None = None
+    sqlstate: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> Self:
+        """A row of the statements that include cycle_columns (in this order)."""
+        run_id, instance, as_of, started_at, ended_at, outcome, *rest = row
+        return cls(run_id, instance, as_of, started_at, ended_at, CycleOutcome(outcome), *rest)
+
+    def parameters(self) -> dict[str, Any]:
+        return asdict(self) | {"outcome": self.outcome.value}
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeCount:
+    instance: str
+    outcome: CycleOutcome
+    cycles: int
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogPoint:
+    """The largest backlog cycles left within a bucket of time starting at `at`."""
+
+    at: datetime
+    backlog: int
+
+
+class HistoryStore:
+    """slot_expiration_cycles, on the session (and in the transaction) it is given."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, database_url: str, limits: TransactionLimits) -> AsyncIterator[Self]:
+        """The worker's session for writing the history, autocommit: the record and
+        the purge are transactions of their own (see `transaction`)."""
+        settings = SessionSettings(
+            ApplicationName.HISTORY,
+            limits=limits,
+            connect_timeout_seconds=max(1, round(limits.statement_timeout_ms / 1000)),
+            autocommit=True,
+        )
+        async with Session.open(database_url, settings) as session:
+            yield cls(session)
+
+    def transaction(self) -> AbstractAsyncContextManager[Transaction]:
+        return self.session.transaction()
+
+    async def record(self, cycle: CycleRecord) -> None:
+        await self.session.execute("record_cycle", cycle.parameters())
+
+    async def purge(self, cutoff: datetime, limit: int = PURGE_BATCH) -> int:
+        """Delete up to `limit` cycles that ended before `cutoff`; returns how many."""
+        params = {"cutoff": cutoff, "limit": limit}
+        return await self.session.execute("purge_cycle_history", params)
+
+    async def latest(self, outcomes: Sequence[CycleOutcome]) -> CycleRecord | None:
+        params = {"outcomes": [outcome.value for outcome in outcomes]}
+        rows = await self.session.rows("history_latest_with_outcome", params)
+        return CycleRecord.from_row(rows[0]) if rows else None
+
+    async def recent(self, limit: int) -> tuple[CycleRecord, ...]:
+        rows = await self.session.rows("history_recent", {"limit": limit})
+        return tuple(CycleRecord.from_row(row) for row in rows)
+
+    async def latest_per_instance(self, since: datetime) -> tuple[CycleRecord, ...]:
+        rows = await self.session.rows("history_latest_per_instance", {"since": since})
+        return tuple(CycleRecord.from_row(row) for row in rows)
+
+    async def outcomes_since(self, since: datetime) -> tuple[OutcomeCount, ...]:
+        rows = await self.session.rows("history_outcomes_since", {"since": since})
+        return tuple(OutcomeCount(str(i), CycleOutcome(o), int(n)) for i, o, n in rows)
+
+    async def backlog_since(
+        self, since: datetime, bucket_seconds: float
+    ) -> tuple[BacklogPoint, ...]:
+        params = {"since": since, "bucket_seconds": bucket_seconds}
+        rows = await self.session.rows("history_backlog_since", params)
+        return tuple(BacklogPoint(at, int(backlog)) for at, backlog in rows)

@@ -1,0 +1,1 @@
+"""`slot-expiration ui`: one read-only page, server-rendered, for the on-call engineer."""
