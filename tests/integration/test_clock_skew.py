@@ -14,7 +14,7 @@ from slot_expiration.domain import SlotStatus, utc_now
 from slot_expiration.telemetry import LogHooks
 from tests.support.cycles import BatchLog, make_cycle, run_cycle
 from tests.support.database import SlotDatabase
-from tests.support.slots import AS_OF, past_slots
+from tests.support.slots import AS_OF, make_slot, past_slots
 
 pytestmark = pytest.mark.integration
 
@@ -65,3 +65,22 @@ async def test_a_clock_behind_only_delays_expiry_and_is_reported(db: SlotDatabas
     (warning,) = [entry for entry in logs if entry["event"] == "clock.behind"]
     assert warning["log_level"] == "warning"
     assert warning["clock_skew_seconds"] < -7_000
+
+
+@pytest.mark.parametrize(("as_of_is_now", "left"), [(True, 3), (False, 0)])
+async def test_the_backlog_on_the_clock_is_counted_on_the_databases_clock(
+    db: SlotDatabase, as_of_is_now: bool, left: int
+) -> None:
+    now = utc_now()
+    # Due by the database's clock, not yet by a clock two hours slow.
+    await db.insert([make_slot(timedelta(minutes=-5 - i), as_of=now) for i in range(3)])
+    behind = now - timedelta(hours=2)
+    log = BatchLog()
+    cycle = make_cycle(db.url, clock=lambda: behind)
+
+    result = await cycle.run(
+        CycleRun(run_id=uuid4(), as_of=behind, as_of_is_now=as_of_is_now, observer=log)
+    )
+
+    assert result.expired_count == 0  # nothing had started by the slow clock's AsOf
+    assert result.backlog == left == log.backlogs[0]

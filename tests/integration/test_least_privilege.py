@@ -281,3 +281,36 @@ async def column_privileges(db: SlotDatabase, role: str, table: str, privilege: 
         [role, table, privilege],
     )
     return {str(r[0]) for r in await cursor.fetchall()}
+
+
+async def test_a_role_with_a_table_wide_update_is_granted_and_told_what_it_keeps(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await db.execute(sql.SQL("GRANT UPDATE ON availability_slots TO {}").format(
+        sql.Identifier(role.name)))  # fmt: skip
+
+    kept = await grant_privileges(db.url, role.name)
+    narrowed = await grant_privileges(db.url, role.name, revoke_extra=True)
+
+    assert TablePrivilege("availability_slots", Privilege.UPDATE, "start_at") in kept.extra_direct
+    assert not kept.exact
+    assert narrowed.exact
+    columns = await column_privileges(db, role.name, "availability_slots", "UPDATE")
+    assert columns == {"status", "updated_at", "version"}
+
+
+async def test_rights_of_a_predefined_role_it_belongs_to_are_named(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await db.execute(sql.SQL("GRANT pg_write_all_data TO {}").format(sql.Identifier(role.name)))
+
+    report = await grant_privileges(db.url, role.name, GrantMode.READ_ONLY)
+
+    via = {h.privilege: h.via for h in report.extra_inherited}
+    assert via[TablePrivilege("availability_slots", Privilege.DELETE)] == ("pg_write_all_data",)
+    assert not report.exact
+
+
+async def test_grant_refuses_a_predefined_role(db: SlotDatabase) -> None:
+    with pytest.raises(GrantRefusedError, match="predefined role"):
+        await grant_privileges(db.url, "pg_read_all_data")

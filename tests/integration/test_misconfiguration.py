@@ -60,16 +60,18 @@ async def test_the_same_check_refuses_to_start_the_worker(
 
 
 @pytest.mark.parametrize(
-    ("change", "named", "sqlstate"),
+    ("change", "named", "fix", "sqlstate"),
     [
         ("ALTER TABLE availability_slots DROP COLUMN version",
-         "column availability_slots.version does not exist", "42703"),
+         "column availability_slots.version does not exist", "restore it, migrate cannot",
+         "42703"),
         ("DROP TABLE slot_expiration_failures",
-         "table slot_expiration_failures does not exist", "42P01"),
+         "table slot_expiration_failures does not exist", "run `slot-expiration migrate`",
+         "42P01"),
     ],
 )  # fmt: skip
-async def test_a_dropped_column_or_table_fails_the_cycle_pointing_at_migrate(
-    db: SlotDatabase, change: str, named: str, sqlstate: str
+async def test_a_dropped_column_or_table_fails_the_cycle_naming_the_right_fix(
+    db: SlotDatabase, change: str, named: str, fix: str, sqlstate: str
 ) -> None:
     await db.insert(past_slots(3))
     await db.execute(change)
@@ -78,7 +80,7 @@ async def test_a_dropped_column_or_table_fails_the_cycle_pointing_at_migrate(
         await run_cycle(db.url)
 
     assert named in str(failed.value)
-    assert "slot-expiration migrate" in str(failed.value)
+    assert fix in str(failed.value)
     assert failed.value.sqlstate == sqlstate
 
 
@@ -120,3 +122,17 @@ async def test_grants_revoked_while_running_make_it_unready_and_it_recovers_alon
 
 def _run(log: BatchLog) -> CycleRun:
     return CycleRun(run_id=uuid4(), as_of=AS_OF, observer=log)
+
+
+async def test_row_level_security_hiding_rows_from_the_worker_is_a_misconfiguration(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    await db.insert(past_slots(3))
+    await grant_privileges(db.url, role.name)
+    await db.execute("ALTER TABLE availability_slots ENABLE ROW LEVEL SECURITY")
+
+    with pytest.raises(MisconfiguredStoreError, match="row-level security") as failed:
+        await run_cycle(role.url_for(db.url))
+
+    assert "BYPASSRLS" in str(failed.value)
+    assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}

@@ -1,0 +1,73 @@
+"""The one line of a cycle cut short: what stopped it (with its SQLSTATE and fix), what
+committed before, and whether a batch was in flight."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from slot_expiration.cli.worker_commands import cut_short_line
+from slot_expiration.cycle import ClockSkewError
+from slot_expiration.loop import CycleBudgetExceededError
+from slot_expiration.options import CycleOptions, load_settings
+from slot_expiration.store import MisconfiguredStoreError
+from slot_expiration.worker import CycleCutShortError
+from tests.support.results import cycle_result
+
+SETTINGS = load_settings(
+    CycleOptions, environment=False, database_url="postgresql://w:pw@127.0.0.1/c"
+)
+
+
+def _cut(failure: BaseException, expired: int, batches: int, *, in_flight: bool) -> str:
+    partial = cycle_result(expired=expired, batches=batches)
+    return cut_short_line(CycleCutShortError(failure, partial, in_flight=in_flight), SETTINGS)
+
+
+def test_an_interrupted_drain_says_what_committed_and_that_its_batch_rolled_back() -> None:
+    line = _cut(asyncio.CancelledError(), 21_500, 43, in_flight=True)
+
+    assert line == (
+        "interrupted: 21500 rows expired in 43 committed batches; "
+        "the batch in flight was rolled back"
+    )
+
+
+def test_an_interruption_during_the_pause_between_batches_had_none_in_flight() -> None:
+    line = _cut(asyncio.CancelledError(), 500, 1, in_flight=False)
+
+    assert line == "interrupted: 500 rows expired in 1 committed batch; no batch was in flight"
+
+
+def test_a_drain_past_its_budget_names_the_budget_once() -> None:
+    overrun = CycleBudgetExceededError("the cycle ran past its budget of 30 s and …", 30.0)
+
+    line = _cut(overrun, 6_000, 12, in_flight=True)
+
+    assert line == (
+        "the cycle ran past its budget of 30 s: 6000 rows expired in 12 committed batches; "
+        "the batch in flight was rolled back"
+    )
+
+
+def test_a_misconfiguration_after_some_batches_keeps_its_sqlstate_and_its_fix() -> None:
+    revoked = MisconfiguredStoreError("permission denied for table availability_slots", "42501")
+
+    line = _cut(revoked, 1_500, 3, in_flight=True)
+
+    assert line == (
+        "permission denied for table availability_slots (SQLSTATE 42501); before it, "
+        "1500 rows expired in 3 committed batches; the batch in flight was rolled back"
+    )
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [ClockSkewError(7_200.0, 30.0), MisconfiguredStoreError("no UPDATE (status)", "42501")],
+)
+def test_a_failure_before_any_batch_is_its_own_line(failure: Exception) -> None:
+    line = _cut(failure, 0, 0, in_flight=False)
+
+    assert line.startswith(str(failure))
+    assert "committed" not in line
