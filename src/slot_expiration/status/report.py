@@ -10,7 +10,7 @@ from typing import Any, Final, TypeVar
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
 from slot_expiration.domain import SlotStatus
 from slot_expiration.store import ApplicationName, FailedSlot, SchemaMissingError, SlotStoreError
-from slot_expiration.store.schema_version import HEAD_REVISION
+from slot_expiration.store.schema_version import HEAD_REVISION, SchemaPosition, position_of
 from slot_expiration.store.status_store import (
     SELECTION_INDEX,
     OverdueSlot,
@@ -135,6 +135,8 @@ def _schema_json(schema: SchemaState, latest: str | None) -> dict[str, Any]:
         "revision": schema.revision,
         "latest": latest,
         "up_to_date": schema.revision == latest,
+        # A newer release migrated it: this one runs on it (migrations only add).
+        "ahead": position_of(schema.revision, latest or "") is SchemaPosition.AHEAD,
         "contract_mismatches": list(schema.contract_mismatches),
         "missing_tables": list(schema.missing_tables),
     }

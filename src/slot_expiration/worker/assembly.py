@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from uuid import UUID
 
+import structlog
+
 from slot_expiration.cycle import (
     BatchResult,
     CycleLimits,
@@ -33,7 +35,14 @@ from slot_expiration.loop import (
 )
 from slot_expiration.options import CycleOptions, WorkerOptions
 from slot_expiration.store import SlotStore, TransactionLimits
+from slot_expiration.store.schema_version import (
+    HEAD_REVISION,
+    SchemaPosition,
+    ahead_of_release,
+    position_of,
+)
 from slot_expiration.telemetry import CycleHooks, FanOutHooks, LogHooks, NoHooks
+from slot_expiration.telemetry.logs import Event
 from slot_expiration.telemetry.traces import TraceHooks, tracing
 from slot_expiration.worker.observability import Observability, announce
 
@@ -68,11 +77,23 @@ def build_cycle(options: CycleOptions) -> ExpiryCycle:
 
 async def check_ready(options: CycleOptions) -> None:
     """Fail fast on a wrong URL, a refused login, a missing schema or a missing grant:
-    MisconfiguredStoreError names every problem and the command that fixes it."""
+    MisconfiguredStoreError names every problem and the command that fixes it.
+
+    A schema ahead of this release (a newer one migrated it) is said, then worked
+    on: migrations only add.
+    """
     async with store_factory(options)() as store, store.transaction():
         preflight = await store.preflight()
+        revision = None if preflight.problems else await store.schema_revision()
     if preflight.problems:
         raise misconfigured(preflight)
+    if revision is not None and position_of(revision) is SchemaPosition.AHEAD:
+        structlog.get_logger("slot_expiration").info(
+            Event.SCHEMA_AHEAD,
+            schema_revision=revision,
+            latest_revision=HEAD_REVISION,
+            detail=f"{ahead_of_release(revision)}: migrations only add, so this release runs on it",
+        )
 
 
 class CycleCutShortError(Exception):
