@@ -24,6 +24,7 @@ USED_BY_SLOT_STORE = (
 
 
 SQL_FILES = (
+    "migrate.sql",
     "privileges.sql",
     "quarantine.sql",
     "queries.sql",

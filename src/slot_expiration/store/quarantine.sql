@@ -25,15 +25,16 @@ ON CONFLICT (slot_id) DO UPDATE SET
 DELETE FROM slot_expiration_failures WHERE slot_id = ANY (%(ids)s::uuid[]);
 
 -- name: purge_quarantine
--- A quarantined slot that left Available some other way (booked, archived)
--- is no longer the worker's business. Entries another worker is purging
--- right now are passed over, never waited for.
+-- A quarantined slot that left Available some other way (booked, archived),
+-- or is gone (the calendar deleted it: an adopted table has no foreign key
+-- to cascade, migration 0002), is no longer the worker's business. Entries
+-- another worker is purging right now are passed over, never waited for.
 DELETE FROM slot_expiration_failures
 WHERE slot_id IN (
     SELECT q.slot_id
     FROM slot_expiration_failures AS q
-    JOIN availability_slots AS s ON s.id = q.slot_id
-    WHERE s.status <> 'Available'
+    LEFT JOIN availability_slots AS s ON s.id = q.slot_id
+    WHERE s.id IS NULL OR s.status <> 'Available'
     FOR UPDATE OF q SKIP LOCKED
 );
 
