@@ -26,6 +26,7 @@ from slot_expiration.options import (
     MIN_INTERVAL_SECONDS,
     CycleOptions,
     DatabaseOptions,
+    MigrateOptions,
     OptionsError,
     WorkerOptions,
     load_settings,
@@ -102,7 +103,7 @@ def _command_options(path: list[str]) -> dict[str, click.Option]:
     [
         (["once"], CycleOptions),
         (["run"], WorkerOptions),
-        (["migrate"], DatabaseOptions),
+        (["migrate"], MigrateOptions),
         (["grant"], DatabaseOptions),
         (["status"], DatabaseOptions),
         (["quarantine", "list"], DatabaseOptions),

@@ -39,6 +39,7 @@ def _own_fields(model: type[DatabaseOptions], base: type[DatabaseOptions]) -> li
 COMMANDS: Final[Mapping[str, tuple[str, ...]]] = {
     "database_url": ("migrate", "grant", "once", "run", "status", "quarantine", "slots"),
     **dict.fromkeys(_own_fields(CycleOptions, DatabaseOptions), ("once", "run")),
+    "lock_timeout_seconds": ("migrate", "once", "run"),
     **dict.fromkeys(_own_fields(WorkerOptions, CycleOptions), ("run",)),
     "horizon_days": ("slots publish",),
     "min_lead_time_minutes": ("slots book", "slots showcase"),
