@@ -15,6 +15,7 @@ from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.status import collect_status
 from slot_expiration.store.errors import ContractMismatchError
 from slot_expiration.store.migrate import current_revision, downgrade, head_revision, upgrade
+from slot_expiration.store.privileges import grant_privileges
 from slot_expiration.store.status_store import SchemaState, SelectionIndex
 from tests.support.calendar import (
     SELECTION_INDEX,
@@ -126,6 +127,22 @@ async def test_the_worker_expires_the_due_slots_of_an_adopted_table(
 
         assert due_before > 0
         assert result.expired_count == due_before
+        assert await _due(db, now) == 0
+
+
+async def test_the_least_privileged_worker_role_expires_on_an_adopted_table(
+    empty_database_url: str, pg_server: EmbeddedPostgres
+) -> None:
+    now = datetime.now(UTC)
+    create_calendar_table(empty_database_url, ROWS, as_of=now)
+    upgrade(empty_database_url)
+    with password_role(pg_server) as role:
+        await grant_privileges(empty_database_url, role.name)
+
+        result = await run_cycle(role.url_for(empty_database_url), batch_size=ROWS, as_of=now)
+
+    async with SlotDatabase.open(empty_database_url) as db:
+        assert result.expired_count > 0
         assert await _due(db, now) == 0
 
 
