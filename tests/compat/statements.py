@@ -6,6 +6,9 @@ so every table, column, function and type its statements name must survive
 every later migration. PostgreSQL itself is the judge: each statement is
 prepared (parsed and analyzed, never run) on a database at head; a name it
 cannot resolve is a migration that dropped or renamed something the release uses.
+Preparing cannot see one thing that breaks only when a statement runs: a new
+NOT NULL column without a default, which the release's INSERTs do not write;
+`unwritten_columns` checks that from the catalog.
 """
 
 from __future__ import annotations
@@ -34,6 +37,17 @@ UNRESOLVED: Final = {
 _ANALYZED: Final = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "VALUES", "EXPLAIN")
 _TEMPLATE = re.compile(r"\{[a-z_]+\}")
 _PARAMETER = re.compile(r"%\((?P<name>[a-z_][a-z0-9_]*)\)s")
+_INSERT = re.compile(
+    r"\bINSERT\s+INTO\s+(?P<table>\w+)(?:\s+AS\s+\w+)?\s*\((?P<columns>[^)]*)\)",
+    re.IGNORECASE,
+)
+# The columns an INSERT must name: NOT NULL, and nothing fills them in.
+_REQUIRED_COLUMNS = """
+SELECT attname::text FROM pg_attribute
+WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped
+  AND attnotnull AND NOT atthasdef AND attidentity = '' AND attgenerated = ''
+ORDER BY attnum
+"""
 
 
 def released_version() -> str:
@@ -74,4 +88,20 @@ def unresolved(url: str, statements: Mapping[str, str]) -> dict[str, str]:
             if sqlstate in UNRESOLVED:
                 message = (result.error_message or b"").decode(errors="replace")
                 found[name] = f"{UNRESOLVED[sqlstate]}: {message.strip().splitlines()[0]}"
+    return found
+
+
+def unwritten_columns(url: str, statements: Mapping[str, str]) -> dict[str, str]:
+    """{statement name: the columns it leaves out} for each INSERT that no longer names
+    every column its table requires (NOT NULL, no default, neither identity nor generated)."""
+    found: dict[str, str] = {}
+    with psycopg.connect(url) as conn:
+        for name, statement in statements.items():
+            if (insert := _INSERT.search(statement)) is None:
+                continue
+            written = {column.strip() for column in insert["columns"].split(",")}
+            rows = conn.execute(_REQUIRED_COLUMNS, [insert["table"]]).fetchall()
+            missing = [str(row[0]) for row in rows if row[0] not in written]
+            if missing:
+                found[name] = f"{insert['table']} requires {', '.join(missing)}"
     return found

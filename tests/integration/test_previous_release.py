@@ -11,7 +11,12 @@ import psycopg
 import pytest
 
 from slot_expiration.store.migrate import upgrade
-from tests.compat.statements import released_statements, released_version, unresolved
+from tests.compat.statements import (
+    released_statements,
+    released_version,
+    unresolved,
+    unwritten_columns,
+)
 from tests.support.calendar import create_calendar_table
 
 pytestmark = pytest.mark.integration
@@ -41,6 +46,7 @@ def test_the_latest_release_statements_resolve_on_a_schema_at_head(
     upgrade(empty_database_url)
 
     assert unresolved(empty_database_url, released_statements()) == {}
+    assert unwritten_columns(empty_database_url, released_statements()) == {}
 
 
 def test_the_latest_release_statements_resolve_on_an_adopted_schema_at_head(
@@ -50,6 +56,21 @@ def test_the_latest_release_statements_resolve_on_an_adopted_schema_at_head(
     upgrade(empty_database_url)
 
     assert unresolved(empty_database_url, released_statements()) == {}
+    assert unwritten_columns(empty_database_url, released_statements()) == {}
+
+
+def test_a_migration_adding_a_column_the_release_cannot_write_is_caught(
+    empty_database_url: str,
+) -> None:
+    upgrade(empty_database_url)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        # As a careless later migration would: NOT NULL and no default.
+        conn.execute("ALTER TABLE slot_expiration_failures ADD COLUMN cycle_id uuid")
+        conn.execute("ALTER TABLE slot_expiration_failures ALTER COLUMN cycle_id SET NOT NULL")
+
+    found = unwritten_columns(empty_database_url, released_statements())
+
+    assert found == {"quarantine_rows": "slot_expiration_failures requires cycle_id"}
 
 
 @pytest.mark.parametrize(
