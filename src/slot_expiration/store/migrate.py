@@ -247,15 +247,9 @@ def _starting_point(session: psycopg.Connection[Any]) -> _StartingPoint:
 
 
 def _require_adoptable(session: psycopg.Connection[Any]) -> None:
-    """Every reason the calendar's table cannot be adopted, before anything changes:
-    the catalog's (contract, privileges), and the status values its rows hold and its
-    checks allow (readable only where the column is text)."""
-    problems = [row[0] for row in session.execute(query("adoption_problems")).fetchall()]
-    if _value(session, "status_column_is_text"):
-        rows = session.execute(query("status_value_mismatches")).fetchall()
-        problems += [row[0] for row in rows]
-    if problems:
-        raise ContractMismatchError(tuple(problems))
+    """Before anything changes: every reason the calendar's table cannot be adopted."""
+    if problems := migration_context.adoption_problems(session):
+        raise ContractMismatchError(problems)
 
 
 def _value(session: psycopg.Connection[Any], name: str) -> Any:

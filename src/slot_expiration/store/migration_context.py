@@ -52,17 +52,28 @@ def mark_adopted() -> None:
     op.execute(_statement("mark_slot_table_adopted"))
 
 
+def adoption_problems(connection: Any, *, status_values: bool = True) -> tuple[str, ...]:
+    """Every reason the existing availability_slots cannot be adopted: the catalog's
+    (the contract, migrate's privileges) and, with `status_values`, the values its
+    rows hold and its checks allow (a full read of the table; only where the column
+    is text, else the statement could not name it)."""
+    with connection.cursor() as cursor:
+        problems = [row[0] for row in cursor.execute(query("adoption_problems")).fetchall()]
+        if status_values and cursor.execute(query("status_column_is_text")).fetchone()[0]:
+            problems += [row[0] for row in cursor.execute(query("status_value_mismatches"))]
+    return tuple(problems)
+
+
 def require_adoptable() -> None:
-    """Offline: the script's guard. Online migrate checked before Alembic started
-    (store.migrate), and changed nothing when it failed; checked again here, as cheap."""
+    """Offline: the script's guard. Online, migrate checked it all before Alembic started
+    (store.migrate), changing nothing when it failed; here the catalog again, which is
+    cheap (the status values' full read is not repeated: the migration lock kept
+    every other migrate out meanwhile)."""
     if offline():
         op.execute(_statement("adoption_guard"))
         return
-    problems = [row[0] for row in _fetch_all("adoption_problems")]
-    if (status_is_text := _fetch_one("status_column_is_text")) and status_is_text[0]:
-        problems += [row[0] for row in _fetch_all("status_value_mismatches")]
-    if problems:
-        raise ContractMismatchError(tuple(problems))
+    if problems := adoption_problems(_dbapi(), status_values=False):
+        raise ContractMismatchError(problems)
 
 
 def selection_index() -> tuple[str, bool] | None:
