@@ -4,8 +4,7 @@ up the one migrating (whose CREATE INDEX CONCURRENTLY waits for older snapshots)
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import psycopg
 import pytest
@@ -24,35 +23,44 @@ def _probe_table(url: str) -> None:
         conn.execute("CREATE TABLE probe AS SELECT generate_series(1, 1000) AS n")
 
 
-@contextmanager
-def _upgrading_in_the_background(url: str) -> Iterator[tuple[threading.Event, list[object]]]:
-    """upgrade() in a thread; the event is set once it waits for the lock."""
-    waiting, results = threading.Event(), list[object]()
+@dataclass
+class Background:
+    """upgrade() in a thread: `waiting` is set once it waits for the lock."""
+
+    thread: threading.Thread
+    waiting: threading.Event = field(default_factory=threading.Event)
+    results: list[object] = field(default_factory=list)
+
+    def finish(self) -> object:
+        self.thread.join(DEADLINE_SECONDS)
+        assert not self.thread.is_alive(), "upgrade still running"
+        (result,) = self.results
+        return result
+
+
+def _upgrade_in_the_background(url: str) -> Background:
+    background = Background(threading.Thread(daemon=True))
 
     def migrate() -> None:
         try:
-            results.append(upgrade(url, on_wait=waiting.set))
+            background.results.append(upgrade(url, on_wait=background.waiting.set))
         except Exception as exc:  # noqa: BLE001 - handed to the test thread to assert on
-            results.append(exc)
+            background.results.append(exc)
 
-    thread = threading.Thread(target=migrate, daemon=True)
-    thread.start()
-    try:
-        yield waiting, results
-    finally:
-        thread.join(DEADLINE_SECONDS)
+    background.thread = threading.Thread(target=migrate, daemon=True)
+    background.thread.start()
+    return background
 
 
 def test_a_migrate_waits_while_another_holds_the_lock_then_finds_its_own_work(
     empty_database_url: str,
 ) -> None:
-    with (
-        _upgrading_in_the_background(empty_database_url) as (waiting, results),
-        migration_lock(empty_database_url),
-    ):
-        assert waiting.wait(DEADLINE_SECONDS)
-        assert results == []  # nothing ran while the lock was held
-    (outcome,) = results
+    with migration_lock(empty_database_url):  # taken first, as a migrate running would hold it
+        background = _upgrade_in_the_background(empty_database_url)
+        assert background.waiting.wait(DEADLINE_SECONDS)
+        assert background.results == []  # nothing ran while the lock was held
+
+    outcome = background.finish()
     assert isinstance(outcome, MigrationOutcome)
     assert (outcome.before, outcome.after, outcome.waited) == (None, head_revision(), True)
 
@@ -62,11 +70,11 @@ def test_a_migrate_waiting_for_the_lock_never_holds_up_a_concurrent_index_build(
 ) -> None:
     _probe_table(empty_database_url)
     with (
-        _upgrading_in_the_background(empty_database_url) as (waiting, _),
         migration_lock(empty_database_url),
         psycopg.connect(empty_database_url, autocommit=True) as migrating,
     ):
-        assert waiting.wait(DEADLINE_SECONDS)
+        background = _upgrade_in_the_background(empty_database_url)
+        assert background.waiting.wait(DEADLINE_SECONDS)
         # What the holder's migration session does meanwhile: a waiter holding a
         # snapshot would make it wait for ever (lock_timeout turns that into an error).
         migrating.execute("SET lock_timeout = '10s'")
@@ -74,7 +82,9 @@ def test_a_migrate_waiting_for_the_lock_never_holds_up_a_concurrent_index_build(
         valid = migrating.execute(
             "SELECT indisvalid FROM pg_index WHERE indexrelid = 'probe_ix'::regclass"
         ).fetchone()
+
     assert valid == (True,)
+    assert isinstance(background.finish(), MigrationOutcome)
 
 
 def test_a_session_blocked_in_pg_advisory_lock_would_hold_up_that_build(
