@@ -1,11 +1,24 @@
-"""`slot-expiration migrate` against a real, empty database."""
+"""`slot-expiration migrate` against a real database: empty, the calendar's table to
+adopt (or refuse), a schema ahead of this release; and `--sql`, run by psql."""
 
 from __future__ import annotations
+
+import subprocess
 
 import psycopg
 import pytest
 
+from slot_expiration.embedded import find_bindir
+from slot_expiration.store.migrate import head_revision
 from tests.e2e.command import PASSWORD, public_relations, run_command, with_password
+from tests.support.calendar import (
+    SELECTION_INDEX,
+    IndexShape,
+    calendar_snapshot,
+    create_calendar_table,
+    worker_relations,
+)
+from tests.support.database import SlotDatabase
 
 pytestmark = pytest.mark.e2e
 
@@ -60,3 +73,228 @@ async def test_migrate_creates_the_schema_once_and_a_second_run_changes_nothing(
     assert second.stderr == ""
     assert await public_relations(url) == migrated
     assert PASSWORD not in first.stdout + second.stdout
+
+
+async def test_migrate_adopts_the_calendars_table_and_says_what_it_kept_and_left_out(
+    empty_database_url: str,
+) -> None:
+    url = with_password(empty_database_url)
+    create_calendar_table(empty_database_url, 500, IndexShape.CALENDARS)
+    before = calendar_snapshot(empty_database_url)
+
+    done = await run_command("migrate", "--database-url", url)
+
+    assert done.returncode == 0, done.describe()
+    assert done.stderr == ""
+    first, *notes = done.stdout.splitlines()
+    assert first == (
+        f"schema migrated from empty to {head_revision()}, adopting the calendar's "
+        "availability_slots (its data, columns, constraints, triggers, grants and other "
+        "indexes untouched)"
+    )
+    assert notes[0].startswith("slot_expiration_failures has no foreign key")
+    assert notes[1].startswith("not built on the calendar's table: the slot context's indexes")
+    assert notes[2].startswith("kept the calendar's ix_availability_slots_status_start: CREATE")
+    assert notes[3].startswith("not applied to the calendar's table")
+    assert calendar_snapshot(empty_database_url) == before
+    assert PASSWORD not in done.stdout
+
+
+async def test_migrate_refuses_a_misfit_table_in_one_line_exit_1_and_changes_nothing(
+    empty_database_url: str,
+) -> None:
+    create_calendar_table(empty_database_url, 500)
+    async with SlotDatabase.open(empty_database_url) as db:
+        await db.execute("ALTER TABLE availability_slots RENAME COLUMN status TO state")
+        await db.execute("ALTER TABLE availability_slots ALTER COLUMN version TYPE numeric")
+    before = calendar_snapshot(empty_database_url)
+
+    done = await run_command("migrate", "--database-url", with_password(empty_database_url))
+
+    assert done.returncode == 1, done.describe()
+    assert done.stdout == ""
+    assert done.stderr == (
+        "slot-expiration: error: the existing availability_slots cannot be adopted, nothing "
+        "changed: column status is missing; column version is numeric, not integer\n"
+    )
+    assert calendar_snapshot(empty_database_url) == before
+    assert worker_relations(empty_database_url) == set()
+
+
+async def test_migrate_on_a_schema_ahead_of_this_release_does_nothing_and_says_so(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await db.execute("UPDATE slot_expiration_alembic_version SET version_num = '0099'")
+    migrated = await public_relations(secret_url)
+
+    done = await run_command("migrate", "--database-url", secret_url)
+
+    assert done.returncode == 0, done.describe()
+    assert done.stdout == (
+        f"the database is ahead of this release (0099 > {head_revision()}): nothing to do\n"
+    )
+    assert done.stderr == ""
+    assert await public_relations(secret_url) == migrated
+    assert await _revision(db) == "0099"
+
+
+async def test_migrate_on_a_revision_not_of_this_product_is_one_line_exit_1(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await db.execute("UPDATE slot_expiration_alembic_version SET version_num = 'ae1027a6acf'")
+
+    done = await run_command("migrate", "--database-url", secret_url)
+
+    assert done.returncode == 1, done.describe()
+    assert done.stderr == (
+        "slot-expiration: error: the schema is at revision 'ae1027a6acf', which is not a "
+        "revision of slot-expiration: nothing changed\n"
+    )
+    assert await _revision(db) == "ae1027a6acf"
+
+
+async def test_migrate_sql_prints_the_whole_script_without_a_database() -> None:
+    done = await run_command("migrate", "--sql")
+
+    assert done.returncode == 0, done.describe()
+    assert done.stderr == ""
+    script = done.stdout
+    assert script.startswith("-- slot-expiration migrations from empty to ")
+    assert "SET lock_timeout = 2000;" in script
+    assert "CREATE TABLE availability_slots (" in script
+    assert "CREATE INDEX CONCURRENTLY ix_availability_slots_status_start_new" in script
+    assert "autovacuum_vacuum_scale_factor = 0.02" in script
+    assert f"'{head_revision()}'" in script
+
+
+async def test_migrate_sql_from_a_revision_prints_only_what_follows_it() -> None:
+    done = await run_command("migrate", "--sql", "--from", "0003", "--lock-timeout-seconds", "5")
+
+    assert done.returncode == 0, done.describe()
+    steps = [line for line in done.stdout.splitlines() if line.startswith("-- Running upgrade")]
+    head = int(str(head_revision()))
+    assert steps == [f"-- Running upgrade {n:04d} -> {n + 1:04d}" for n in range(3, head)]
+    assert "SET lock_timeout = 5000;" in done.stdout
+
+
+async def test_migrate_sql_changes_nothing_in_the_database_it_is_given(
+    empty_database_url: str,
+) -> None:
+    url = with_password(empty_database_url)
+
+    done = await run_command("migrate", "--sql", "--database-url", url)
+
+    assert done.returncode == 0, done.describe()
+    assert await public_relations(url) == set()
+
+
+async def test_the_printed_script_run_by_psql_builds_what_migrate_builds(
+    empty_database_url: str, database_url: str
+) -> None:
+    printed = await run_command("migrate", "--sql")
+
+    ran = run_psql(empty_database_url, printed.stdout)
+
+    assert ran.returncode == 0, ran.stderr
+    assert await _schema_shape(empty_database_url) == await _schema_shape(database_url)
+
+
+async def test_the_printed_adoption_script_adopts_the_calendars_table(
+    empty_database_url: str,
+) -> None:
+    create_calendar_table(empty_database_url, 500, IndexShape.NONE)
+    before = calendar_snapshot(empty_database_url)
+    printed = await run_command("migrate", "--sql", "--adopt")
+
+    ran = run_psql(empty_database_url, printed.stdout)
+
+    assert ran.returncode == 0, ran.stderr
+    assert calendar_snapshot(empty_database_url).without_index(SELECTION_INDEX) == before
+    assert worker_relations(empty_database_url) == {
+        "slot_expiration_failures",
+        "slot_expiration_alembic_version",
+    }
+    again = await run_command("migrate", "--database-url", empty_database_url)
+    assert again.stdout == f"schema already at {head_revision()}: nothing to do\n"
+
+
+async def test_the_printed_adoption_script_stops_at_its_guard_on_a_misfit_table(
+    empty_database_url: str,
+) -> None:
+    create_calendar_table(empty_database_url, 500)
+    async with SlotDatabase.open(empty_database_url) as db:
+        await db.execute("ALTER TABLE availability_slots ALTER COLUMN end_at DROP NOT NULL")
+    before = calendar_snapshot(empty_database_url)
+    printed = await run_command("migrate", "--sql", "--adopt")
+
+    ran = run_psql(empty_database_url, printed.stdout)
+
+    assert ran.returncode != 0
+    assert (
+        "availability_slots cannot be adopted, nothing changed: column end_at is nullable"
+        in ran.stderr
+    )
+    assert calendar_snapshot(empty_database_url) == before
+    assert worker_relations(empty_database_url) == set()
+
+
+@pytest.mark.parametrize("extra", [["--adopt"], ["--from", "0002"]])
+async def test_adopt_and_from_without_sql_are_usage_errors(
+    empty_database_url: str, extra: list[str]
+) -> None:
+    done = await run_command("migrate", *extra, "--database-url", empty_database_url)
+
+    assert done.returncode == 2, done.describe()
+    assert done.stderr == (
+        "slot-expiration: error: --adopt and --from go with --sql; migrate itself looks at "
+        "the database\n"
+    )
+    assert await public_relations(empty_database_url) == set()
+
+
+async def test_migrate_sql_from_an_unknown_revision_is_one_line_exit_1() -> None:
+    done = await run_command("migrate", "--sql", "--from", "0099")
+
+    assert done.returncode == 1, done.describe()
+    assert done.stderr == (
+        "slot-expiration: error: --from 0099: not a revision of this release "
+        f"(0001..{head_revision()})\n"
+    )
+
+
+def run_psql(url: str, script: str) -> subprocess.CompletedProcess[str]:
+    """The script as a DBA would run it: psql, stopping at the first error."""
+    psql = find_bindir() / "psql"
+    return subprocess.run(
+        [str(psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+async def _schema_shape(url: str) -> tuple[set[tuple[str, ...]], ...]:
+    """Tables, columns, indexes, constraints and table options, names and definitions."""
+    async with SlotDatabase.open(url) as db:
+        shapes = []
+        for statement in (
+            "SELECT table_name::text, column_name::text, data_type::text, is_nullable::text "
+            "FROM information_schema.columns WHERE table_schema = 'public'",
+            "SELECT indexname::text, indexdef FROM pg_indexes WHERE schemaname = 'public'",
+            "SELECT conname::text, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE connamespace = 'public'::regnamespace",
+            "SELECT relname::text, coalesce(array_to_string(reloptions, ','), '') FROM pg_class "
+            "WHERE relnamespace = 'public'::regnamespace AND relkind = 'r'",
+        ):
+            cursor = await db.conn.execute(statement)
+            shapes.append({tuple(str(v) for v in row) for row in await cursor.fetchall()})
+        return tuple(shapes)
+
+
+async def _revision(db: SlotDatabase) -> str:
+    cursor = await db.conn.execute("SELECT version_num FROM slot_expiration_alembic_version")
+    row = await cursor.fetchone()
+    assert row is not None
+    return str(row[0])

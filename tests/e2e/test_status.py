@@ -56,6 +56,7 @@ async def test_status_json_reports_counts_backlog_oldest_sessions_failures_and_i
         "revision": head_revision(),
         "latest": head_revision(),
         "up_to_date": True,
+        "ahead": False,
         "contract_mismatches": [],
         "missing_tables": [],
     }

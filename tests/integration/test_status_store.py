@@ -225,6 +225,7 @@ async def test_collect_status_gathers_the_whole_report(db: SlotDatabase) -> None
         "revision": head_revision(),
         "latest": head_revision(),
         "up_to_date": True,
+        "ahead": False,
         "contract_mismatches": [],
         "missing_tables": [],
     }

@@ -23,6 +23,7 @@ from slot_expiration.options import (
     MIN_INTERVAL_SECONDS,
     CycleOptions,
     DatabaseOptions,
+    MigrateOptions,
     OptionsError,
     StatusOptions,
     UiOptions,
@@ -97,7 +98,7 @@ def _command_options(path: list[str]) -> dict[str, click.Option]:
     [
         (["once"], CycleOptions),
         (["run"], WorkerOptions),
-        (["migrate"], DatabaseOptions),
+        (["migrate"], MigrateOptions),
         (["grant"], DatabaseOptions),
         (["status"], StatusOptions),
         (["ui"], UiOptions),

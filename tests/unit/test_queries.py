@@ -25,6 +25,7 @@ USED_BY_SLOT_STORE = (
 
 SQL_FILES = (
     "history.sql",
+    "migrate.sql",
     "privileges.sql",
     "quarantine.sql",
     "queries.sql",

@@ -1,4 +1,5 @@
-"""Readiness: ready only when the database answers and the schema is at the newest revision."""
+"""Readiness: ready when the database answers and the schema is at the newest revision, or
+ahead of it (a newer release migrated it); not when it is behind or not ours."""
 
 from __future__ import annotations
 
@@ -144,3 +145,24 @@ def _revision_at(revision: str) -> Callable[[], Awaitable[str | None]]:
         return revision
 
     return schema_revision
+
+
+async def test_a_schema_ahead_of_this_release_is_ready_and_says_so() -> None:
+    # A newer release migrated first (a rolling deploy, a rollback): migrations only add.
+    report = await _answering("0007").report()
+
+    assert report.ready
+    assert report.schema_revision == "0007"
+    assert report.detail == (
+        "database answers, schema ahead of this release (0007 > 0002): migrations only add, "
+        "so this release runs on it"
+    )
+
+
+async def test_a_revision_not_of_this_product_is_not_ready() -> None:
+    report = await _answering("ae1027a6acf").report()
+
+    assert not report.ready
+    assert report.detail == (
+        "the schema is at revision 'ae1027a6acf', which is not a revision of slot-expiration"
+    )

@@ -10,6 +10,7 @@ import yaml
 
 from slot_expiration.status.check import (
     BACKLOG_WARNING_ABOVE,
+    NO_SUCCESS_INTERVALS,
     NO_SUCCESS_SECONDS,
     Level,
     judge,
@@ -32,8 +33,12 @@ def _expr(alert: str) -> str:
 
 
 def test_the_thresholds_are_the_alert_rules_own() -> None:
-    assert f"> {NO_SUCCESS_SECONDS})" in _expr("SlotExpirationNoSuccessfulCycle")
-    assert _expr("SlotExpirationBacklogHigh").endswith(f"> {BACKLOG_WARNING_ABOVE}")
+    no_success = _expr("SlotExpirationNoSuccessfulCycle")
+    assert f"> {NO_SUCCESS_SECONDS}" in no_success
+    assert f"{NO_SUCCESS_SECONDS} * group by" in no_success
+    assert f"{NO_SUCCESS_INTERVALS} * max by (namespace, job) (last_over_time(" in no_success
+    backlog = _expr("SlotExpirationBacklogHigh")
+    assert f"(calendar_slot_expiration_backlog) > {BACKLOG_WARNING_ABOVE} and" in backlog
 
 
 def test_a_long_interval_stretches_the_no_success_limit_to_three_intervals() -> None:

@@ -103,7 +103,7 @@ async def _prepare(ctx: BenchContext, sections: tuple[Section, ...]) -> LoadedTa
         "expire_batch",
         "bench_bare_batch",
         "count_backlog_capped",
-        "purge_quarantine",
+        "end_departed_entries",
     ):
         await ctx.explain(occasion, statement)
     await ctx.store.vacuum_analyze()  # the explained, rolled-back updates left dead tuples

@@ -42,6 +42,7 @@ def _own_fields(model: type[DatabaseOptions], base: type[DatabaseOptions]) -> li
 COMMANDS: Final[Mapping[str, tuple[str, ...]]] = {
     "database_url": ("migrate", "grant", "once", "run", "status", "quarantine", "slots", "ui"),
     **dict.fromkeys(_own_fields(CycleOptions, DatabaseOptions), ("once", "run")),
+    "lock_timeout_seconds": ("migrate", "once", "run"),
     **dict.fromkeys(_own_fields(WorkerOptions, CycleOptions), ("run",)),
     "interval_seconds": ("run", "status"),
     "horizon_days": ("slots publish",),

@@ -5,22 +5,30 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from slot_expiration.cli.common import guarded, required_url, settings_from, store_failure
 from slot_expiration.cli.errors import ExitCode, fail
-from slot_expiration.cli.option_flags import option, options
+from slot_expiration.cli.option_flags import options
 from slot_expiration.cli.warnings import log_unknown_variables
 from slot_expiration.cycle import CycleResult
 from slot_expiration.loop import CycleBudgetExceededError
-from slot_expiration.options import CycleOptions, DatabaseOptions, WorkerOptions, url_secrets
+from slot_expiration.options import (
+    CycleOptions,
+    MigrateOptions,
+    WorkerOptions,
+    url_secrets,
+)
 from slot_expiration.store import SlotStoreError
-from slot_expiration.store.schema_version import upgrade
+from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.telemetry import configure_logging
 from slot_expiration.worker import CycleCutShortError, run_once, run_worker
 from slot_expiration.worker.open_files import raise_open_files_limit
+
+if TYPE_CHECKING:
+    from slot_expiration.store.migrate import MigrationOutcome
 
 # An --as-of further ahead than this expires slots people can still book.
 FUTURE_AS_OF_TOLERANCE = timedelta(minutes=1)
@@ -42,16 +50,79 @@ CYCLE_OPTIONS = (
 
 
 @click.command()
-@option(DatabaseOptions, "database_url")
-def migrate(database_url: str | None) -> None:
-    """Create or update the schema (availability_slots). Running it twice is a no-op."""
-    settings = settings_from(DatabaseOptions, database_url=database_url)
+@click.option(
+    "--sql",
+    "as_sql",
+    is_flag=True,
+    help="Print the SQL instead of running it, for review: written offline, without "
+    "reading the database (no URL needed).",
+)
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="With --sql: the SQL that adopts the calendar's existing availability_slots.",
+)
+@click.option(
+    "--from",
+    "from_revision",
+    metavar="REVISION",
+    help="With --sql: from this revision on (the database's, as `status` shows it). "
+    "[default: an empty database]",
+)
+@options(MigrateOptions, "database_url", "lock_timeout_seconds")
+def migrate(as_sql: bool, adopt: bool, from_revision: str | None, **given: Any) -> None:
+    """Create the schema, or adopt the calendar's availability_slots, or update it.
+
+    Running it again is a no-op; several at once take turns. On a schema a newer
+    release migrated it does nothing (migrations only add).
+    """
+    settings = settings_from(MigrateOptions, **given)
+    if as_sql:
+        click.echo(
+            guarded(lambda: _migration_sql(settings, adopt, from_revision), settings), nl=False
+        )
+        return
+    if adopt or from_revision is not None:
+        fail(
+            "--adopt and --from go with --sql; migrate itself looks at the database", ExitCode.USAGE
+        )
     url = required_url(settings)
-    outcome = guarded(lambda: upgrade(url), settings)
-    if outcome.changed:
-        click.echo(f"schema migrated from {outcome.before or 'empty'} to {outcome.after}")
-    else:
-        click.echo(f"schema already at {outcome.after}: nothing to do")
+    outcome = guarded(lambda: _migrate(url, settings), settings)
+    for line in migration_report(outcome):
+        click.echo(line)
+
+
+def _migrate(url: str, settings: MigrateOptions) -> MigrationOutcome:
+    from slot_expiration.store import migrate as migrations  # noqa: PLC0415 - Alembic only now
+
+    def waiting() -> None:
+        click.echo("another migrate is running on this database: waiting for it to finish")
+
+    return migrations.upgrade(url, lock_timeout_ms=settings.lock_timeout_ms, on_wait=waiting)
+
+
+def _migration_sql(settings: MigrateOptions, adopt: bool, from_revision: str | None) -> str:
+    from slot_expiration.store import migrate as migrations  # noqa: PLC0415 - Alembic only now
+
+    return migrations.upgrade_sql(
+        adopt=adopt, from_revision=from_revision, lock_timeout_ms=settings.lock_timeout_ms
+    )
+
+
+def migration_report(outcome: MigrationOutcome) -> list[str]:
+    """What migrate did, first line first; then what adoption kept or left out."""
+    if outcome.ahead:
+        ahead = f"{outcome.before} > {HEAD_REVISION}"
+        return [f"the database is ahead of this release ({ahead}): nothing to do"]
+    if not outcome.changed:
+        return [f"schema already at {outcome.after}: nothing to do"]
+    first = f"schema migrated from {outcome.before or 'empty'} to {outcome.after}"
+    if outcome.adopted:
+        first += (
+            ", adopting the calendar's availability_slots (its data, columns, constraints, "
+            "triggers, grants and other indexes untouched)"
+        )
+    return [first, *outcome.notes]
 
 
 @click.command()

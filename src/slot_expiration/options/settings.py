@@ -91,6 +91,31 @@ class DatabaseOptions(BaseSettings):
         return self.model_copy(update={"database_url": SecretStr(url)})
 
 
+# One option for the worker and migrate: no migration queues the calendar's writes
+# behind a lock for longer than a cycle would wait for one.
+LockTimeoutSeconds = Annotated[
+    float,
+    Field(
+        gt=0,
+        le=3_600,
+        description="How long a statement may wait for a lock before it gives up: the cycle "
+        "fails (a migration's table lock, say), or migrate stops rather than queue the "
+        "calendar's writes behind its own lock.",
+    ),
+]
+DEFAULT_LOCK_TIMEOUT_SECONDS: Final = 2.0
+
+
+class MigrateOptions(DatabaseOptions):
+    """`migrate`: the database, and how long its statements may wait for a lock."""
+
+    lock_timeout_seconds: LockTimeoutSeconds = DEFAULT_LOCK_TIMEOUT_SECONDS
+
+    @property
+    def lock_timeout_ms(self) -> int:
+        return math.ceil(self.lock_timeout_seconds * 1000)
+
+
 # The shortest interval `run` accepts: below it, ticks would only pile up as
 # skipped ticks (a cycle's own round trips take milliseconds to seconds).
 MIN_INTERVAL_SECONDS: Final = 1.0
@@ -145,16 +170,7 @@ class CycleOptions(DatabaseOptions):
             "each transaction's statement_timeout and idle_in_transaction_session_timeout.",
         ),
     ] = 30.0
-    lock_timeout_seconds: Annotated[
-        float,
-        Field(
-            allow_inf_nan=False,
-            gt=0,
-            le=3_600,
-            description="How long a statement may wait for a lock (a migration's table lock, "
-            "say) before the cycle fails.",
-        ),
-    ] = 2.0
+    lock_timeout_seconds: LockTimeoutSeconds = DEFAULT_LOCK_TIMEOUT_SECONDS
     poison_backoff_seconds: Annotated[
         float,
         Field(

@@ -12,6 +12,12 @@ from slot_expiration.status.report import CycleSummary, Quarantine, StatusReport
 from slot_expiration.status.wording import age_text, count_of, one_line, size_text
 from slot_expiration.store import ApplicationName, FailedSlot
 from slot_expiration.store.history_store import CycleOutcome, CycleRecord
+from slot_expiration.store.schema_version import (
+    SchemaPosition,
+    ahead_of_release,
+    position_of,
+    unknown_revision,
+)
 from slot_expiration.store.status_store import (
     SELECTION_INDEX,
     SLOT_TABLE,
@@ -73,8 +79,14 @@ def schema_text(schema: SchemaState, latest: str | None) -> str:
         return (
             f"{schema.revision or 'none'}, but {'; '.join(problems)}: run `slot-expiration migrate`"
         )
-    if schema.revision == latest:
+    position = position_of(schema.revision, latest or "")
+    if position is SchemaPosition.CURRENT:
         return f"{schema.revision} (the newest)"
+    if position is SchemaPosition.AHEAD and schema.revision is not None:
+        ahead = ahead_of_release(schema.revision, str(latest))
+        return f"{schema.revision}: {ahead}; migrations only add, so this release runs on it"
+    if position is SchemaPosition.UNKNOWN and schema.revision is not None:
+        return unknown_revision(schema.revision)
     return f"{schema.revision or 'none'}, the newest is {latest}: run `slot-expiration migrate`"
 
 

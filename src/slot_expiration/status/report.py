@@ -17,7 +17,7 @@ from slot_expiration.store.history_store import (
     OutcomeCount,
 )
 from slot_expiration.store.quarantine_store import QuarantineListing
-from slot_expiration.store.schema_version import HEAD_REVISION
+from slot_expiration.store.schema_version import HEAD_REVISION, SchemaPosition, position_of
 from slot_expiration.store.status_store import (
     SELECTION_INDEX,
     OverdueSlot,
@@ -188,6 +188,8 @@ def _schema_json(schema: SchemaState, latest: str | None) -> dict[str, Any]:
         "revision": schema.revision,
         "latest": latest,
         "up_to_date": schema.revision == latest and schema.fits,
+        # A newer release migrated it: this one runs on it (migrations only add).
+        "ahead": position_of(schema.revision, latest or "") is SchemaPosition.AHEAD,
         "contract_mismatches": list(schema.contract_mismatches),
         "missing_tables": list(schema.missing_tables),
     }

@@ -152,6 +152,19 @@ class SchemaMissingError(MisconfiguredStoreError):
         super().__init__(f"{found}{fix}", sqlstate)
 
 
+class ContractMismatchError(MisconfiguredStoreError):
+    """An existing availability_slots that `migrate` cannot adopt: each way it differs
+    from the table contract (or what migrate lacks to add the worker's objects).
+    Raised before anything changed."""
+
+    def __init__(self, problems: tuple[str, ...]) -> None:
+        super().__init__(
+            "the existing availability_slots cannot be adopted, nothing changed: "
+            + "; ".join(problems)
+        )
+        self.problems = problems
+
+
 class NotQuarantinedError(SlotStoreError):
     """Slots an operator named are not in the quarantine (expired meanwhile, or a typo)."""
 

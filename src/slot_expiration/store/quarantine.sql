@@ -62,6 +62,19 @@ WHERE slot_id IN (
     FOR UPDATE SKIP LOCKED
 );
 
+-- name: forget_deleted_slots
+-- A quarantined slot the calendar deleted leaves nothing to keep (an adopted
+-- table has no foreign key to cascade, migration 0002): its entry goes.
+-- Entries another worker is forgetting right now are passed over.
+DELETE FROM slot_expiration_failures
+WHERE slot_id IN (
+    SELECT q.slot_id
+    FROM slot_expiration_failures AS q
+    LEFT JOIN availability_slots AS s ON s.id = q.slot_id
+    WHERE s.id IS NULL
+    FOR UPDATE OF q SKIP LOCKED
+);
+
 -- name: retry_quarantined
 -- Make quarantined slots due at once (after the data was fixed): the next
 -- cycle tries them again. Their count of attempts is kept. Named slots are

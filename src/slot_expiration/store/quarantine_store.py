@@ -159,8 +159,10 @@ class QuarantineStore:
             await self._session.execute("release_rows", {"ids": list(slot_ids), "now": now})
 
     async def end_departed(self, now: datetime) -> None:
-        """End the entries of slots that left Available some other way."""
+        """End the entries of slots that left Available some other way; forget those of
+        slots the calendar deleted."""
         await self._session.execute("end_departed_entries", {"now": now})
+        await self._session.execute("forget_deleted_slots")
 
     async def purge_ended(self, cutoff: datetime, limit: int = PURGE_BATCH) -> int:
         """Delete up to `limit` entries that ended before `cutoff`; returns how many."""

@@ -37,6 +37,7 @@ class ApplicationName:
     STATUS: Final = "slot-expiration-status"
     SLOTS: Final = "slot-expiration-slots"
     ADMIN: Final = "slot-expiration-admin"
+    MIGRATE: Final = "slot-expiration-migrate"
     BENCH: Final = "slot-expiration-bench"
     HISTORY: Final = "slot-expiration-history"  # the worker writing a cycle's row, after it
     UI: Final = "slot-expiration-ui"
@@ -274,13 +275,17 @@ class Session:
             return False
 
 
-def connect_sync(database_url: str, application_name: str) -> psycopg.Connection[Any]:
-    """A blocking connection, for Alembic's engine (migrate); errors translated alike."""
+def connect_sync(
+    database_url: str, application_name: str, *, autocommit: bool = False
+) -> psycopg.Connection[Any]:
+    """A blocking connection, for migrate (Alembic's engine, the migration lock's
+    session); errors translated alike."""
     try:
         return psycopg.connect(
             database_url,
             application_name=application_name,
             connect_timeout=CONNECT_TIMEOUT_SECONDS,
+            autocommit=autocommit,
         )
     except psycopg.Error as exc:
         raise translate_connect(exc) from exc

@@ -74,6 +74,12 @@ class SlotStore:
         server_clock, role, problems = await self._session.row("cycle_preflight")
         return Preflight(server_clock=server_clock, role=role, problems=tuple(problems))
 
+    async def schema_revision(self) -> str | None:
+        """The migration the schema is at (the role reads the history table: a
+        requirement the preflight checks)."""
+        rows = await self._session.rows("schema_revision")
+        return str(rows[0][0]) if rows else None
+
     async def expire_batch(self, as_of: datetime, now: datetime, batch_size: int) -> LockedBatch:
         """Lock and expire a batch in one statement; a rejected row fails it whole.
 

@@ -31,6 +31,7 @@ class Event:
     WORKER_STOPPING: Final = "worker.stopping"
     WORKER_STOPPED: Final = "worker.stopped"
     ENDPOINT_SERVING: Final = "endpoint.serving"
+    SCHEMA_AHEAD: Final = "schema.ahead"
     UNKNOWN_VARIABLE: Final = "options.unknown_variable"
     HISTORY_WRITE_FAILED: Final = "history.write_failed"
     UI_SERVING: Final = "ui.serving"

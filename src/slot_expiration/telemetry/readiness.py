@@ -1,5 +1,6 @@
-"""Readiness: the database answers, its schema is at the newest migration, and the last
-cycle did not fail on what only a person can fix (a grant, a table, the clock)."""
+"""Readiness: the database answers, its schema is at the newest migration (or ahead of
+it: a newer release migrated it), and the last cycle did not fail on what only a
+person can fix (a grant, a table, the clock)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from uuid import UUID
 
 from slot_expiration.cycle import CycleResult, failure_kind, sqlstate_of
 from slot_expiration.store.errors import SchemaMissingError, SlotStoreError
+from slot_expiration.store.schema_version import (
+    SchemaPosition,
+    ahead_of_release,
+    position_of,
+    unknown_revision,
+)
 from slot_expiration.telemetry.hooks import NoHooks
 
 SchemaRevision = Callable[[], Awaitable[str | None]]
@@ -86,13 +93,27 @@ class Readiness(NoHooks):
             return self._not_ready(f"database: {self._scrub(str(exc))}", None)
         except TimeoutError:
             return self._not_ready(f"the database did not answer within {self._timeout:g} s", None)
-        if current != self._latest:
-            return self._not_ready(
-                f"the schema is at {current or 'no revision'}, the newest is {self._latest}: "
-                "run `slot-expiration migrate`",
-                current,
-            )
-        return ReadinessReport(True, "database answers, schema up to date", current, self._latest)
+        return self._against_latest(current)
+
+    def _against_latest(self, current: str | None) -> ReadinessReport:
+        """Ready at the newest revision, and ahead of it: migrations only add, so a
+        release runs on the schema of a newer one (rolling deploys, rollbacks)."""
+        position = position_of(current, self._latest or "")
+        if position is SchemaPosition.CURRENT:
+            return self._ready("database answers, schema up to date", current)
+        if position is SchemaPosition.AHEAD and current is not None:
+            detail = f"{ahead_of_release(current, str(self._latest))}: migrations only add"
+            return self._ready(f"database answers, {detail}, so this release runs on it", current)
+        if position is SchemaPosition.UNKNOWN and current is not None:
+            return self._not_ready(unknown_revision(current), current)
+        return self._not_ready(
+            f"the schema is at {current or 'no revision'}, the newest is {self._latest}: "
+            "run `slot-expiration migrate`",
+            current,
+        )
+
+    def _ready(self, detail: str, current: str | None) -> ReadinessReport:
+        return ReadinessReport(True, detail, current, self._latest)
 
     def _not_ready(self, detail: str, current: str | None) -> ReadinessReport:
         return ReadinessReport(False, detail, current, self._latest)

@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 from typing import Final
 from uuid import UUID
 
+import structlog
+
 from slot_expiration.cycle import (
     BatchResult,
     CycleLimits,
@@ -37,8 +39,15 @@ from slot_expiration.loop import (
 from slot_expiration.options import CycleOptions, WorkerOptions
 from slot_expiration.store import SlotStore, TransactionLimits
 from slot_expiration.store.housekeeping import Housekeeping, record_cycle
+from slot_expiration.store.schema_version import (
+    HEAD_REVISION,
+    SchemaPosition,
+    ahead_of_release,
+    position_of,
+)
 from slot_expiration.telemetry import CycleHooks, FanOutHooks, LogHooks, NoHooks
 from slot_expiration.telemetry.history import HistoryHooks, default_instance
+from slot_expiration.telemetry.logs import Event
 from slot_expiration.telemetry.traces import TraceHooks, tracing
 from slot_expiration.worker.observability import Observability, announce
 
@@ -85,11 +94,23 @@ def history_hooks(options: CycleOptions) -> HistoryHooks:
 
 async def check_ready(options: CycleOptions) -> None:
     """Fail fast on a wrong URL, a refused login, a missing schema or a missing grant:
-    MisconfiguredStoreError names every problem and the command that fixes it."""
+    MisconfiguredStoreError names every problem and the command that fixes it.
+
+    A schema ahead of this release (a newer one migrated it) is said, then worked
+    on: migrations only add.
+    """
     async with store_factory(options)() as store, store.transaction():
         preflight = await store.preflight()
+        revision = None if preflight.problems else await store.schema_revision()
     if preflight.problems:
         raise misconfigured(preflight)
+    if revision is not None and position_of(revision) is SchemaPosition.AHEAD:
+        structlog.get_logger("slot_expiration").info(
+            Event.SCHEMA_AHEAD,
+            schema_revision=revision,
+            latest_revision=HEAD_REVISION,
+            detail=f"{ahead_of_release(revision)}: migrations only add, so this release runs on it",
+        )
 
 
 class CycleCutShortError(Exception):

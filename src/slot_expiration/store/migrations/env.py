@@ -1,26 +1,48 @@
-"""Alembic environment: runs the migrations on the URL the caller put in the config."""
+"""Alembic environment: the migrations run on the URL the caller put in the config
+(store.migrate.upgrade), or are written out as SQL (offline: `migrate --sql`).
+
+Before adding a migration, read README.md beside this file: migrations only add.
+"""
 
 from alembic import context
 
+from slot_expiration.store import migration_context
 from slot_expiration.store.migrate import engine_for
 from slot_expiration.store.schema_version import VERSION_TABLE
 
 
 def run_migrations_online() -> None:
-    # The URL travels in attributes, not in the ini options, so a '%' in a
-    # password is never taken for ConfigParser interpolation.
-    engine = engine_for(context.config.attributes["database_url"])
-    with engine.connect() as connection:
-        context.configure(
-            connection=connection,
-            transaction_per_migration=True,
-            version_table=VERSION_TABLE,
-        )
-        with context.begin_transaction():
-            context.run_migrations()
-    engine.dispose()
+    attributes = context.config.attributes
+    engine = engine_for(attributes["database_url"], migration_context.lock_timeout_ms())
+    try:
+        with engine.connect() as connection:
+            context.configure(
+                connection=connection,
+                transaction_per_migration=True,
+                version_table=VERSION_TABLE,
+            )
+            with context.begin_transaction():
+                context.run_migrations()
+    finally:
+        engine.dispose()
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url="postgresql+psycopg://",
+        literal_binds=True,
+        # Named parameters: a '%' in the SQL is written as it is, not doubled.
+        dialect_opts={"paramstyle": "named"},
+        transaction_per_migration=True,
+        version_table=VERSION_TABLE,
+    )
+    # The session's lock_timeout, as engine_for sets it online.
+    context.execute(f"SET lock_timeout = {migration_context.lock_timeout_ms()}")
+    with context.begin_transaction():
+        context.run_migrations()
 
 
 if context.is_offline_mode():
-    raise SystemExit("offline migrations are not supported: pass a database URL")
-run_migrations_online()
+    run_migrations_offline()
+else:
+    run_migrations_online()

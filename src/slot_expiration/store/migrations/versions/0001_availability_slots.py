@@ -1,4 +1,13 @@
-"""The availability_slots table, as the calendar's table contract fixes it.
+"""The availability_slots table: the calendar's own, adopted as it is; or, in a new
+database (the demo, the tests), created here as the table contract fixes it.
+
+Where availability_slots exists before any migration of ours (production: the
+calendar created it), it is adopted: it must fit the table contract, which
+store.migrate checked before Alembic started, changing nothing when it did not
+(checked again here; offline, the script's first statement checks it). The
+adoption is recorded on the worker's own history table, and no migration
+creates, alters, indexes or drops anything of the calendar's table beyond the
+worker's index (0004): each asks migration_context.adopted().
 
 Revision ID: 0001
 Revises:
@@ -9,6 +18,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
+from slot_expiration.store import migration_context
+
 revision = "0001"
 down_revision = None
 branch_labels = None
@@ -16,6 +27,10 @@ depends_on = None
 
 
 def upgrade() -> None:
+    if migration_context.slot_table_exists():
+        migration_context.require_adoptable()
+        migration_context.mark_adopted()
+        return
     op.create_table(
         "availability_slots",
         sa.Column("id", postgresql.UUID(as_uuid=True), primary_key=True),
@@ -33,12 +48,14 @@ def upgrade() -> None:
         ),
     )
     # Serves the worker's selection: status = 'Available' AND start_at <= AsOf
-    # ORDER BY start_at, read in index order.
+    # ORDER BY start_at, read in index order (0004 makes it partial).
     op.create_index(
         "ix_availability_slots_status_start", "availability_slots", ["status", "start_at"]
     )
 
 
 def downgrade() -> None:
+    if migration_context.adopted():
+        return  # the calendar's table, data and all: never dropped
     op.drop_index("ix_availability_slots_status_start", table_name="availability_slots")
     op.drop_table("availability_slots")

@@ -4,6 +4,10 @@ Built CONCURRENTLY (outside a transaction), so a live calendar keeps booking and
 the worker keeps expiring while they build. The partial indexes hold only the
 rows their queries read, so an expiry (Available -> Expired) adds no entry to them.
 
+Not on the calendar's (adopted) table: they serve this repository's slot
+context (the `slots` commands, the demo), not the worker, and the calendar
+indexes its own queries; three more indexes would cost its every write.
+
 Revision ID: 0003
 Revises: 0002
 Create Date: 2026-12-04
@@ -12,16 +16,29 @@ Create Date: 2026-12-04
 import sqlalchemy as sa
 from alembic import op
 
+from slot_expiration.store import migration_context
+
 revision = "0003"
 down_revision = "0002"
 branch_labels = None
 depends_on = None
 
 TABLE = "availability_slots"
+INDEXES = (
+    "ix_availability_slots_consultant_occupied_end",
+    "ix_availability_slots_consultant_start",
+    "ix_availability_slots_showcase",
+)
 
 
 def upgrade() -> None:
-    with op.get_context().autocommit_block():
+    if migration_context.adopted():
+        migration_context.note(
+            "not built on the calendar's table: the slot context's indexes (migration "
+            "0003, for the `slots` commands, not the worker)"
+        )
+        return
+    with migration_context.concurrently():
         # The showcase: a tenant's Available slots by (start_at, id), keyset-paginated.
         op.create_index(
             "ix_availability_slots_showcase",
@@ -50,10 +67,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.get_context().autocommit_block():
-        for name in (
-            "ix_availability_slots_consultant_occupied_end",
-            "ix_availability_slots_consultant_start",
-            "ix_availability_slots_showcase",
-        ):
+    if migration_context.adopted():
+        return  # never built there; an index of that name would be the calendar's
+    with migration_context.concurrently():
+        for name in INDEXES:
             op.drop_index(name, table_name=TABLE, postgresql_concurrently=True)

@@ -1,0 +1,143 @@
+"""What a migration script asks of the run it belongs to, online or offline (--sql).
+
+- whether availability_slots is the calendar's (adopted) rather than created by
+  migration 0001: then no migration touches it beyond the worker's own index;
+- what the calendar's `ix_availability_slots_status_start` is, if it has one;
+- how to build an index CONCURRENTLY without the session's lock_timeout;
+- notes for the operator (what adoption kept or left out), printed by migrate.
+
+Online, the answers come from the database (named statements of migrate.sql
+and status.sql, on the migration's own connection); offline nothing can be
+inspected, and they come from migrate's flags (--adopt).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final
+
+from alembic import context, op
+
+from slot_expiration.store.errors import ContractMismatchError
+from slot_expiration.store.queries import query
+
+# config.attributes keys, set by store.migrate.
+ADOPT: Final = "adopt"  # offline only: write the adoption path
+LOCK_TIMEOUT_MS: Final = "lock_timeout_ms"
+NOTES: Final = "notes"
+
+
+def offline() -> bool:
+    return bool(op.get_context().as_sql)
+
+
+def slot_table_exists() -> bool:
+    """Migration 0001's question: is there a table to adopt?"""
+    if offline():
+        return bool(_attributes().get(ADOPT, False))
+    row = _fetch_one("migrate_starting_point")
+    return bool(row and row[0])
+
+
+def adopted() -> bool:
+    """Whether availability_slots is the calendar's (recorded by migration 0001)."""
+    if offline():
+        return bool(_attributes().get(ADOPT, False))
+    row = _fetch_one("slot_table_adopted")
+    return bool(row and row[0])
+
+
+def mark_adopted() -> None:
+    op.execute(_statement("mark_slot_table_adopted"))
+
+
+def adoption_problems(connection: Any, *, status_values: bool = True) -> tuple[str, ...]:
+    """Every reason the existing availability_slots cannot be adopted: the catalog's
+    (the contract, migrate's privileges) and, with `status_values`, the values its
+    rows hold and its checks allow (a full read of the table; only where the column
+    is text, else the statement could not name it)."""
+    with connection.cursor() as cursor:
+        problems = [row[0] for row in cursor.execute(query("adoption_problems")).fetchall()]
+        if status_values and cursor.execute(query("status_column_is_text")).fetchone()[0]:
+            problems += [row[0] for row in cursor.execute(query("status_value_mismatches"))]
+    return tuple(problems)
+
+
+def require_adoptable() -> None:
+    """Offline: the script's guard. Online, migrate checked it all before Alembic started
+    (store.migrate), changing nothing when it failed; here the catalog again, which is
+    cheap (the status values' full read is not repeated: the migration lock kept
+    every other migrate out meanwhile)."""
+    if offline():
+        op.execute(_statement("adoption_guard"))
+        return
+    if problems := adoption_problems(_dbapi(), status_values=False):
+        raise ContractMismatchError(problems)
+
+
+def selection_index() -> tuple[str, bool] | None:
+    """The existing `ix_availability_slots_status_start`: (definition, valid); None when
+    there is none (or offline, where nothing can be known)."""
+    if offline():
+        return None
+    row = _fetch_one("status_selection_index")
+    return None if row is None else (str(row[2]), bool(row[1]))
+
+
+@contextmanager
+def concurrently() -> Iterator[None]:
+    """Outside a transaction, and without the session's lock_timeout, for CREATE or
+    DROP INDEX CONCURRENTLY.
+
+    Such a build takes a lock that no write waits for (SHARE UPDATE EXCLUSIVE),
+    but it waits for every older transaction to end, through locks that
+    lock_timeout would cut short, leaving an INVALID index behind. Everything
+    else keeps the worker's lock_timeout.
+    """
+    with op.get_context().autocommit_block():
+        op.execute("SET lock_timeout = 0")
+        try:
+            yield
+        finally:
+            op.execute(f"SET lock_timeout = {lock_timeout_ms()}")
+
+
+def lock_timeout_ms() -> int:
+    return int(_attributes()[LOCK_TIMEOUT_MS])
+
+
+def note(text: str) -> None:
+    """A line for the operator: migrate prints it after its result; offline, a comment
+    in the script."""
+    if offline():
+        op.get_context().impl.static_output(f"-- {text}")
+        return
+    _attributes().setdefault(NOTES, []).append(text)
+
+
+def _statement(name: str) -> str:
+    """A named statement for op.execute, which ends each statement itself."""
+    return query(name).rstrip().removesuffix(";")
+
+
+def _attributes() -> dict[str, Any]:
+    attributes: dict[str, Any] = context.config.attributes
+    return attributes
+
+
+def _dbapi() -> Any:
+    """psycopg's own connection under SQLAlchemy's: the store's statements run as
+    written, parameters and all, inside the migration's transaction."""
+    return op.get_bind().connection.dbapi_connection
+
+
+def _fetch_all(name: str) -> list[tuple[Any, ...]]:
+    with _dbapi().cursor() as cursor:
+        cursor.execute(query(name))
+        return list(cursor.fetchall())
+
+
+def _fetch_one(name: str) -> tuple[Any, ...] | None:
+    rows = _fetch_all(name)
+    return rows[0] if rows else None

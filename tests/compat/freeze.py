@@ -1,0 +1,31 @@
+"""At a release: freeze the store's statements as released/ (the next release's
+migrations must leave them working). Run after the CHANGELOG names the release:
+
+    .venv/bin/python -m tests.compat.freeze
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+
+from tests.compat.statements import RELEASED
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+STORE = REPOSITORY / "src" / "slot_expiration" / "store"
+
+
+def freeze() -> str:
+    with (REPOSITORY / "pyproject.toml").open("rb") as file:
+        version = str(tomllib.load(file)["project"]["version"])
+    for old in RELEASED.glob("*.sql"):
+        old.unlink()
+    for source in sorted(STORE.glob("*.sql")):
+        shutil.copyfile(source, RELEASED / source.name)
+    (RELEASED / "RELEASE").write_text(f"{version}\n", encoding="utf-8")
+    return version
+
+
+if __name__ == "__main__":
+    print(f"froze the store's statements of {freeze()} in {RELEASED}")

@@ -1,0 +1,155 @@
+-- The worker's statements, by name: one cycle's selection, expiry and counts.
+-- Only slot_expiration.store.slot_store runs them; parameters are bound by
+-- psycopg (%(name)s), never formatted into the text.
+
+-- fragment: due_slot_predicate
+-- What the worker may take now: Available, started by `as_of`, not in
+-- quarantine until after `now`, not already tried in this transaction.
+s.status = 'Available' AND s.start_at <= %(as_of)s
+AND s.id <> ALL (%(exclude_ids)s::uuid[])
+AND NOT EXISTS (
+    SELECT FROM slot_expiration_failures AS q
+    WHERE q.slot_id = s.id AND q.next_attempt_at > %(now)s
+)
+
+-- fragment: pick_due_slots
+-- The selection, oldest start_at first; the statements that lock add
+-- FOR UPDATE OF s SKIP LOCKED. ix_availability_slots_status_start is
+-- (start_at, id) WHERE status = 'Available': the pick reads exactly its rows.
+SELECT s.id, s.tenant_id, s.start_at
+FROM availability_slots AS s
+WHERE
+    -- include: due_slot_predicate
+ORDER BY s.start_at, s.id
+LIMIT %(batch_size)s
+
+-- fragment: batch_window_end
+-- The end of the batch's window, in (start_at, id) order: the last row taken
+-- when the batch is full, else the whole predicate. Reads CTE `picked`.
+SELECT coalesce(full_batch.start_at, %(as_of)s) AS start_at,
+       coalesce(full_batch.id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid) AS id
+FROM (SELECT 1) AS one
+LEFT JOIN (
+    SELECT start_at, id FROM picked
+    WHERE (SELECT count(*) FROM picked) = %(batch_size)s
+    ORDER BY start_at DESC, id DESC
+    LIMIT 1
+) AS full_batch ON true
+
+-- fragment: skipped_locked_count
+-- Rows of the predicate inside the window that the pick passed over: still
+-- Available in this statement's snapshot, so locked by another transaction
+-- when the worker reached them (or, rarely, changed by one that committed in
+-- between). The window bound is an index condition.
+SELECT count(*)
+FROM availability_slots AS s
+WHERE
+    -- include: due_slot_predicate
+  AND (s.start_at, s.id) <= ((SELECT start_at FROM window_end), (SELECT id FROM window_end))
+  AND s.id NOT IN (SELECT id FROM picked)
+
+-- name: expire_batch
+-- The healthy-batch fast path, one statement: lock up to batch_size due
+-- rows, expire them (Available -> Expired, the state machine's EXPIRE), drop
+-- the quarantine entries of the rows that now expired, and count the rows
+-- passed over inside the batch's window. The update finds each row by key.
+WITH picked AS MATERIALIZED (
+    -- include: pick_due_slots
+    FOR UPDATE OF s SKIP LOCKED
+),
+expired AS (
+    UPDATE availability_slots AS s
+    SET status = 'Expired', updated_at = %(as_of)s, version = s.version + 1
+    WHERE s.id = ANY (ARRAY(SELECT id FROM picked)) AND s.status = 'Available'
+    RETURNING s.id, s.tenant_id, s.start_at
+),
+released AS (
+    DELETE FROM slot_expiration_failures AS q
+    USING expired AS e
+    WHERE q.slot_id = e.id
+),
+window_end AS (
+    -- include: batch_window_end
+)
+SELECT
+    coalesce(array_agg(e.id ORDER BY e.start_at, e.id), '{}') AS ids,
+    coalesce(array_agg(e.tenant_id ORDER BY e.start_at, e.id), '{}') AS tenant_ids,
+    (
+        -- include: skipped_locked_count
+    ) AS skipped_locked_count
+FROM expired AS e;
+
+-- name: lock_batch
+-- The poison-isolation path: the same selection and skipped-row count as
+-- expire_batch, only locking, and returning how often each row failed
+-- before; the rows are then expired one by one.
+WITH picked AS MATERIALIZED (
+    -- include: pick_due_slots
+    FOR UPDATE OF s SKIP LOCKED
+),
+window_end AS (
+    -- include: batch_window_end
+)
+SELECT
+    coalesce((SELECT array_agg(id ORDER BY start_at, id) FROM picked), '{}') AS ids,
+    coalesce((SELECT array_agg(tenant_id ORDER BY start_at, id) FROM picked), '{}')
+        AS tenant_ids,
+    coalesce(
+        (
+            SELECT array_agg(coalesce(q.attempts, 0) ORDER BY p.start_at, p.id)
+            FROM picked AS p
+            LEFT JOIN slot_expiration_failures AS q ON q.slot_id = p.id
+        ),
+        '{}'
+    ) AS previous_attempts,
+    (
+        -- include: skipped_locked_count
+    ) AS skipped_locked_count;
+
+-- name: check_constraints_immediately
+-- Deferred constraints and constraint triggers would only fire at COMMIT,
+-- where a rejected row can no longer be told apart; checked per statement,
+-- they fail inside that row's savepoint instead.
+SET CONSTRAINTS ALL IMMEDIATE;
+
+-- name: expire_slot
+-- The poison-isolation path, step two: one already-locked row.
+UPDATE availability_slots
+SET status = 'Expired', updated_at = %(as_of)s, version = version + 1
+WHERE id = %(id)s AND status = 'Available'
+RETURNING id, tenant_id;
+
+-- name: cycle_preflight
+-- The first statement of every cycle: the server's clock (to compare with
+-- the worker's) and what this role lacks to run a cycle, one line each; see
+-- worker_requirements in schema.sql.
+SELECT clock_timestamp() AS server_clock,
+       current_user::text AS role,
+       coalesce(array_agg(r.problem ORDER BY r.ordinal), '{}') AS problems
+FROM (
+    -- include: worker_requirement_problems
+) AS r;
+
+-- name: count_backlog_capped
+-- What is still due after a cycle, counted cheaply: an index-only walk that
+-- stops at `cap` rows (the cap sits far above the alert threshold).
+SELECT count(*) FROM (
+    SELECT FROM availability_slots
+    WHERE status = 'Available' AND start_at <= %(as_of)s
+    LIMIT %(cap)s
+) AS due;
+
+-- name: count_backlog
+-- Available slots whose start has passed: what the worker still has to do.
+SELECT count(*) FROM availability_slots
+WHERE status = 'Available' AND start_at <= %(as_of)s;
+
+-- name: count_by_status
+SELECT status, count(*) AS slots FROM availability_slots GROUP BY status;
+
+-- name: insert_slot
+INSERT INTO availability_slots
+    (id, tenant_id, consultant_id, start_at, end_at, status, version, created_at, updated_at)
+VALUES
+    (%(id)s, %(tenant_id)s, %(consultant_id)s, %(start_at)s, %(end_at)s, %(status)s,
+     %(version)s, %(created_at)s, %(updated_at)s);

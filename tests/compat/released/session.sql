@@ -1,0 +1,24 @@
+-- What every session of the product sends, whatever it does. Run only by
+-- slot_expiration.store.session.
+
+-- name: begin_transaction
+BEGIN;
+
+-- name: transaction_limits
+-- The first statement of a bounded transaction: local settings, so they hold
+-- on whichever server session a pooler in transaction mode hands out and
+-- never outlive the transaction; set after connecting, so the URL's own
+-- `options` are kept. A timeout of '0' means none.
+SELECT
+    set_config('statement_timeout', %(statement_timeout)s, true),
+    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, true),
+    set_config('lock_timeout', %(lock_timeout)s, true);
+
+-- name: read_only_transaction_limits
+-- The same for a transaction that only reads (status, probes). Only ever set
+-- 'on': asking a standby for read-write mode is itself an error.
+SELECT
+    set_config('transaction_read_only', 'on', true),
+    set_config('statement_timeout', %(statement_timeout)s, true),
+    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, true),
+    set_config('lock_timeout', %(lock_timeout)s, true);
