@@ -10,6 +10,7 @@ from slot_expiration.bench.dataset import table_spec
 from slot_expiration.bench.plan import TableShape
 from slot_expiration.bench.store import BenchSchemaExistsError, BenchStore
 from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.store import Selection
 from tests.support.database import SlotDatabase
 from tests.support.roles import password_role
 from tests.support.slots import AS_OF
@@ -138,7 +139,7 @@ async def test_explain_shows_the_executed_plan_and_changes_nothing(
     loaded: BenchStore, db: SlotDatabase
 ) -> None:
     before = await db.rows()
-    params = {"as_of": AS_OF, "now": AS_OF, "batch_size": 500, "exclude_ids": []}
+    params = Selection(AS_OF, AS_OF, 500).parameters()
 
     plan = await loaded.explain("expire_batch", params)
 

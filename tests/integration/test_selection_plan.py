@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from psycopg import sql
 
+from slot_expiration.store import Selection
 from slot_expiration.store.queries import query
 from tests.support.database import SlotDatabase
 from tests.support.slots import AS_OF
@@ -32,7 +33,7 @@ async def test_selection_uses_the_status_start_index(db: SlotDatabase, statement
     await db.execute("ANALYZE availability_slots")
 
     explain = sql.SQL("EXPLAIN ") + sql.SQL(query(statement))
-    params = {"as_of": AS_OF, "now": AS_OF, "batch_size": 500, "exclude_ids": []}
+    params = Selection(AS_OF, AS_OF, 500).parameters()
     cursor = await db.conn.execute(explain, params)
     plan = "\n".join(row[0] for row in await cursor.fetchall())
 

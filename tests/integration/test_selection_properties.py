@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from uuid import UUID
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from slot_expiration.domain import Slot, SlotStatus
@@ -132,3 +133,106 @@ async def test_the_selection_passes_over_waiting_and_parked_entries_only(
     active = await db.quarantine()
     for slot in taken:
         assert slot.id not in active  # an expired slot's entry ended with it
+
+
+Key = tuple[datetime, UUID]
+
+
+def _key(slot: Slot) -> Key:
+    return (slot.start_at, slot.id)
+
+
+def drain_model(
+    slots: list[tuple[Slot, bool, bool]], batch_size: int, max_batches: int
+) -> tuple[list[list[UUID]], int]:
+    """The model of a drain: each batch starts after the previous batch's window ended;
+    a batch holding a poison row is redone row by row, topping up past rejected rows;
+    each batch counts the locked rows of its own window. Returns the ids each batch
+    expired, in order, and the skipped total."""
+    candidates = sorted(
+        (entry for entry in slots if entry[0].status is SlotStatus.AVAILABLE
+         and entry[0].start_at <= AS_OF),
+        key=lambda entry: _key(entry[0]),
+    )  # fmt: skip
+    batches: list[list[UUID]] = []
+    skipped, after = 0, None
+    while True:
+        window = [e for e in candidates if after is None or _key(e[0]) > after]
+        expired, end = _one_batch(window, batch_size)
+        batches.append(expired)
+        skipped += sum(1 for s, locked, _ in window if locked and (end is None or _key(s) <= end))
+        if end is None or len(batches) == max_batches:
+            return batches, skipped
+        after = end
+
+
+def _one_batch(
+    window: list[tuple[Slot, bool, bool]], batch_size: int
+) -> tuple[list[UUID], Key | None]:
+    unlocked = [(slot, poison) for slot, locked, poison in window if not locked]
+    expired: list[UUID] = []
+    tried: set[UUID] = set()
+    while True:
+        want = batch_size - len(expired)
+        pick = [(s, p) for s, p in unlocked if s.id not in tried][:want]
+        tried |= {s.id for s, _ in pick}
+        expired += [s.id for s, poison in pick if not poison]
+        rejected = any(poison for _, poison in pick)
+        if not rejected or len(pick) < want:
+            return expired, _key(pick[-1][0]) if pick and len(pick) == want else None
+
+
+drain_specs = st.lists(
+    st.tuples(
+        st.integers(min_value=-6, max_value=3),  # start, minutes from AS_OF
+        st.sampled_from(list(SlotStatus)),
+        st.booleans(),  # held locked by another transaction
+        st.booleans(),  # poison: the database rejects its expiry
+    ),
+    max_size=25,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    specs=drain_specs,
+    batch_size=st.integers(min_value=1, max_value=6),
+    max_batches=st.integers(min_value=0, max_value=4),
+)
+# A locked row at the head: the drain's second batch must not pass over it again.
+@example(
+    specs=[(-3, SlotStatus.AVAILABLE, True, False), (-2, SlotStatus.AVAILABLE, False, False),
+           (-1, SlotStatus.AVAILABLE, False, False)],
+    batch_size=1, max_batches=0,
+)  # fmt: skip
+# A poison row in the first batch, a locked one after it, more rows behind.
+@example(
+    specs=[(-4, SlotStatus.AVAILABLE, False, True), (-3, SlotStatus.AVAILABLE, True, False),
+           (-2, SlotStatus.AVAILABLE, False, False), (-1, SlotStatus.AVAILABLE, False, False),
+           (0, SlotStatus.AVAILABLE, False, False)],
+    batch_size=2, max_batches=0,
+)  # fmt: skip
+async def test_a_drain_expires_and_counts_skipped_exactly_batch_after_batch_poison_included(
+    db: SlotDatabase,
+    specs: list[tuple[int, SlotStatus, bool, bool]],
+    batch_size: int,
+    max_batches: int,
+) -> None:
+    await db.execute("TRUNCATE availability_slots CASCADE")
+    await db.execute("DROP TRIGGER IF EXISTS poison ON availability_slots")
+    await db.execute("DROP FUNCTION IF EXISTS poison()")
+    slots = [
+        (make_slot(timedelta(minutes=m), status), locked, poison)
+        for m, status, locked, poison in specs
+    ]
+    await db.insert(slot for slot, _, _ in slots)
+    await db.install_poison_trigger([slot.id for slot, _, poison in slots if poison], "P0001")
+
+    async with maybe_locked(db.url, [slot for slot, locked, _ in slots if locked]):
+        outcome = await run_cycle(db.url, batch_size, max_batches=max_batches)
+
+    batches, skipped = drain_model(slots, batch_size, max_batches)
+    assert [[slot.id for slot in b.expired] for b in outcome.batches] == batches
+    assert outcome.skipped_locked_count == skipped

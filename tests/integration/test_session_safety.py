@@ -14,7 +14,7 @@ from slot_expiration.cycle import CycleResult
 from slot_expiration.domain import SlotStatus
 from slot_expiration.loop import CycleBudgetExceededError, observed_cycle
 from slot_expiration.options import load_options
-from slot_expiration.store import SlotStore, TransactionLimits, TransientStoreError
+from slot_expiration.store import Selection, SlotStore, TransactionLimits, TransientStoreError
 from slot_expiration.worker import build_cycle
 from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger
 from tests.support.doubles import RecordingHooks
@@ -126,6 +126,7 @@ async def test_every_transaction_carries_the_worker_limits_itself(db: SlotDataba
     async with SlotStore.connect(db.url, limits) as store:
         for _ in range(2):  # on a pooler, each transaction may land on another server session
             async with store.transaction():
+                await store.count_backlog(AS_OF)  # the first statement carries the opening
                 seen.append(await store_settings(store))
 
     assert seen == [("30s", "30s", "2s")] * 2
@@ -153,7 +154,7 @@ async def test_statements_are_prepared_on_the_server_only_when_asked(
     async with SlotStore.connect(db.url, limits, prepare=wanted) as store:
         for _ in range(3):  # a drain repeats the batch statement
             async with store.transaction():
-                await store.expire_batch(AS_OF, AS_OF, 5)
+                await store.expire_batch(Selection(AS_OF, AS_OF, 5))
         conn = store._session.connection
         cursor = await conn.execute(
             "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%%picked%%'"

@@ -15,6 +15,7 @@ from slot_expiration.bench.store import BenchStore
 from slot_expiration.bench.timing import DRAIN_BUDGET_SECONDS, worker_options
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
 from slot_expiration.options import WorkerOptions
+from slot_expiration.store import Selection
 
 
 class BenchError(RuntimeError):
@@ -71,11 +72,6 @@ class BenchContext:
 
     async def explain(self, occasion: str, statement: str) -> None:
         """Keep the executed plan of a named statement (its changes rolled back)."""
-        params = {
-            "as_of": self.as_of,
-            "now": self.as_of,
-            "batch_size": self.plan.batch_size,
-            "cap": BACKLOG_COUNT_CAP,
-            "exclude_ids": [],
-        }
+        selection = Selection(self.as_of, self.as_of, self.plan.batch_size)
+        params = selection.parameters() | {"cap": BACKLOG_COUNT_CAP}
         self.plans[f"{occasion}: {statement}"] = await self.store.explain(statement, params)

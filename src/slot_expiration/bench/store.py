@@ -23,6 +23,7 @@ from slot_expiration.store.errors import (
 )
 from slot_expiration.store.queries import load_package_queries, query
 from slot_expiration.store.session import ApplicationName, Session, SessionSettings
+from slot_expiration.store.slot_store import Selection
 
 BENCH_SCHEMA = "slot_expiration_bench"
 
@@ -179,7 +180,7 @@ class BenchStore:
     async def worker_statement(self, as_of: datetime, now: datetime, batch_size: int) -> int:
         """The worker's own batch statement (expire_batch) sent alone, in autocommit: the
         same SQL as the worker's batch without its transaction around it. Rows expired."""
-        params = {"as_of": as_of, "now": now, "batch_size": batch_size, "exclude_ids": []}
+        params = Selection(as_of, now, batch_size).parameters()
         return len((await self._fetch("expire_batch", params))[0][0])
 
     async def explain(self, name: str, params: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, suppress
+from dataclasses import dataclass
 from datetime import datetime
 
 from slot_expiration.cycle.failure import ClockSkewError
@@ -24,9 +25,11 @@ from slot_expiration.domain import utc_now
 from slot_expiration.store import (
     LockedBatch,
     MisconfiguredStoreError,
+    Position,
     Preflight,
     RowRejectedError,
     SchemaMissingError,
+    Selection,
     SlotStore,
     SlotStoreError,
     Transaction,
@@ -39,6 +42,17 @@ from slot_expiration.store.errors import (
 
 StoreFactory = Callable[[], AbstractAsyncContextManager[SlotStore]]
 Record = Callable[[BatchResult], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A batch under way: its number in the cycle, when it started (monotonic), what it
+    selects, and how to record it once it committed."""
+
+    number: int
+    started: float
+    selection: Selection
+    record: Record
 
 
 class ExpiryCycle:
@@ -124,10 +138,14 @@ class ExpiryCycle:
             tally.add(batch)
             run.observer.batch_completed(run.run_id, batch)
 
+        after: Position | None = None  # where the previous batch's window ended
         while True:
             number = tally.batches + 1
             run.observer.batch_started(run.run_id, number)
-            batch = await self._batch(store, run, number, record)
+            selection = Selection(run.as_of, self._clock(), self._limits.batch_size, after)
+            pending = _Pending(number, self._monotonic(), selection, record)
+            batch = await self._batch(store, run, pending)
+            after = batch.window_end
             longest_seconds = max(longest_seconds, batch.duration_ms / 1000.0)
             if (reason := self._stop_reason(run, batch, longest_seconds)) is not None:
                 return reason
@@ -151,58 +169,60 @@ class ExpiryCycle:
             return StopReason.BUDGET
         return None
 
-    async def _batch(
-        self, store: SlotStore, run: CycleRun, number: int, record: Record
-    ) -> BatchResult:
-        """One batch, recorded once it committed (even if a cancel came during COMMIT)."""
-        started, now = self._monotonic(), self._clock()
-        size = self._limits.batch_size
+    async def _batch(self, store: SlotStore, run: CycleRun, pending: _Pending) -> BatchResult:
+        """One batch, recorded once it committed (even if a cancel came during COMMIT).
+
+        It starts where the drain's previous batch ended (`pending.selection.after`):
+        rows that batch passed over (locked) or rejected are left to the next cycle,
+        and neither its pick nor its skipped-row count walks the entries earlier
+        batches expired.
+        """
         transaction = Transaction()
         try:
             async with store.transaction() as transaction:
-                locked = await store.expire_batch(run.as_of, now, size)
+                locked = await store.expire_batch(pending.selection)
         except RowRejectedError:
-            return await self._row_by_row(store, run, number, started, record)
+            return await self._row_by_row(store, run, pending)
         except asyncio.CancelledError:
             if transaction.committed:
-                record(self._fast(number, locked, started))
+                pending.record(self._fast(pending, locked))
             raise
-        batch = self._fast(number, locked, started)
-        record(batch)
+        batch = self._fast(pending, locked)
+        pending.record(batch)
         return batch
 
-    def _fast(self, number: int, locked: LockedBatch, started: float) -> BatchResult:
+    def _fast(self, pending: _Pending, locked: LockedBatch) -> BatchResult:
         return BatchResult(
-            number=number,
+            number=pending.number,
             expired=locked.slots,
             failures=(),
             skipped_locked_count=locked.skipped_locked_count,
-            duration_ms=self._ms_since(started),
-            exhausted=len(locked.slots) < self._limits.batch_size,
+            duration_ms=self._ms_since(pending.started),
+            exhausted=locked.window_end is None,
+            window_end=locked.window_end,
         )
 
-    async def _row_by_row(
-        self, store: SlotStore, run: CycleRun, number: int, started: float, record: Record
-    ) -> BatchResult:
+    async def _row_by_row(self, store: SlotStore, run: CycleRun, pending: _Pending) -> BatchResult:
         slow = RowByRow(store, self._limits, self._monotonic)
         try:
-            outcome = await slow.run(run.as_of, self._clock(), self._top_up_until(run))
+            outcome = await slow.run(pending.selection, self._top_up_until(run))
         except asyncio.CancelledError:
             if slow.committed is not None:
-                record(self._slow(number, slow.committed, started))
+                pending.record(self._slow(pending, slow.committed))
             raise
-        batch = self._slow(number, outcome, started)
-        record(batch)
+        batch = self._slow(pending, outcome)
+        pending.record(batch)
         return batch
 
-    def _slow(self, number: int, outcome: RowByRowOutcome, started: float) -> BatchResult:
+    def _slow(self, pending: _Pending, outcome: RowByRowOutcome) -> BatchResult:
         return BatchResult(
-            number=number,
+            number=pending.number,
             expired=outcome.expired,
             failures=outcome.failures,
             skipped_locked_count=outcome.skipped_locked_count,
-            duration_ms=self._ms_since(started),
+            duration_ms=self._ms_since(pending.started),
             exhausted=outcome.exhausted,
+            window_end=outcome.window_end,
         )
 
     def _top_up_until(self, run: CycleRun) -> float | None:

@@ -48,6 +48,9 @@ class BatchResult:
     skipped_locked_count: int
     duration_ms: float
     exhausted: bool  # the selection found fewer rows than asked for: nothing more is due now
+    # Where its window ended when it was full, (start_at, id) of its last row: the next
+    # batch of a drain starts after it.
+    window_end: tuple[datetime, UUID] | None = None
 
     @property
     def expired_count(self) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from uuid import UUID
 
@@ -12,8 +12,10 @@ from slot_expiration.cycle.result import ItemFailure
 from slot_expiration.domain import SlotRef
 from slot_expiration.store import (
     LockedBatch,
+    Position,
     QuarantineEntry,
     RowRejectedError,
+    Selection,
     SlotStore,
     Transaction,
 )
@@ -25,6 +27,7 @@ class RowByRowOutcome:
     failures: tuple[ItemFailure, ...] = ()
     skipped_locked_count: int = 0
     exhausted: bool = False
+    window_end: Position | None = None
 
 
 @dataclass(slots=True)
@@ -52,24 +55,23 @@ class RowByRow:
         # cancellation came during COMMIT: the caller reports it, then stops).
         self.committed: RowByRowOutcome | None = None
 
-    async def run(
-        self, as_of: datetime, now: datetime, top_up_until: float | None
-    ) -> RowByRowOutcome:
+    async def run(self, selection: Selection, top_up_until: float | None) -> RowByRowOutcome:
         progress = _Progress()
         transaction = Transaction()
         try:
             async with self._store.transaction() as transaction:
                 await self._store.check_constraints_immediately()
-                locked, want = await self._fill(progress, as_of, now, top_up_until)
+                locked, want = await self._fill(progress, selection, top_up_until)
                 entries = [_entry(failure) for failure in progress.failures]
-                await self._store.quarantine.record(entries, now)
-                await self._store.quarantine.release(progress.released, now)
+                await self._store.quarantine.record(entries, selection.now)
+                await self._store.quarantine.release(progress.released, selection.now)
                 outcome = RowByRowOutcome(
                     expired=tuple(progress.expired),
                     failures=tuple(progress.failures),
                     # The last selection's window covers every row before it.
                     skipped_locked_count=locked.skipped_locked_count,
                     exhausted=len(locked.slots) < want,
+                    window_end=locked.window_end,
                 )
         finally:
             if transaction.committed:
@@ -77,13 +79,14 @@ class RowByRow:
         return outcome
 
     async def _fill(
-        self, progress: _Progress, as_of: datetime, now: datetime, top_up_until: float | None
+        self, progress: _Progress, selection: Selection, top_up_until: float | None
     ) -> tuple[LockedBatch, int]:
         while True:
-            want = self._limits.batch_size - len(progress.expired)
-            locked = await self._store.lock_batch(as_of, now, want, exclude_ids=progress.tried)
+            want = selection.batch_size - len(progress.expired)
+            wanted = replace(selection, batch_size=want, exclude_ids=tuple(progress.tried))
+            locked = await self._store.lock_batch(wanted)
             progress.tried.extend(slot.id for slot in locked.slots)
-            rejected = await self._expire_each(progress, locked, as_of, now)
+            rejected = await self._expire_each(progress, locked, selection.as_of, selection.now)
             out_of_time = top_up_until is not None and self._monotonic() >= top_up_until
             if not rejected or len(locked.slots) < want or out_of_time:
                 return locked, want

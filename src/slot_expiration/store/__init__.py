@@ -12,7 +12,7 @@ from slot_expiration.store.errors import (
 )
 from slot_expiration.store.quarantine_store import FailedSlot, QuarantineEntry, QuarantineStore
 from slot_expiration.store.session import ApplicationName, Transaction, TransactionLimits
-from slot_expiration.store.slot_store import LockedBatch, Preflight, SlotStore
+from slot_expiration.store.slot_store import LockedBatch, Position, Preflight, Selection, SlotStore
 
 __all__ = [
     "ApplicationName",
@@ -22,11 +22,13 @@ __all__ = [
     "LockedBatch",
     "MisconfiguredStoreError",
     "NotQuarantinedError",
+    "Position",
     "Preflight",
     "QuarantineEntry",
     "QuarantineStore",
     "RowRejectedError",
     "SchemaMissingError",
+    "Selection",
     "SlotStore",
     "SlotStoreError",
     "Transaction",

@@ -3,10 +3,18 @@
 -- psycopg (%(name)s), never formatted into the text.
 
 -- fragment: due_slot_predicate
--- What the worker may take now: Available, started by `as_of`, not in
--- quarantine until after `now` nor parked there (an entry that ended no
--- longer counts), not already tried in this transaction.
+-- What the worker may take now: Available, started by `as_of`, past where the
+-- drain's previous batch ended (`after_*`, NULL for a cycle's first batch),
+-- not in quarantine until after `now` nor parked there (an entry that ended
+-- no longer counts), not already tried in this transaction. The lower bound
+-- is an index condition: a drain's later batches, their picks and their
+-- counts, never walk the entries that earlier batches expired (dead until a
+-- vacuum), only their own window.
 s.status = 'Available' AND s.start_at <= %(as_of)s
+AND (s.start_at, s.id) > (
+    coalesce(%(after_start)s::timestamptz, '-infinity'::timestamptz),
+    coalesce(%(after_id)s::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+)
 AND s.id <> ALL (%(exclude_ids)s::uuid[])
 AND NOT EXISTS (
     SELECT FROM slot_expiration_failures AS q
@@ -80,7 +88,9 @@ SELECT
     coalesce(array_agg(e.tenant_id ORDER BY e.start_at, e.id), '{}') AS tenant_ids,
     (
         -- include: skipped_locked_count
-    ) AS skipped_locked_count
+    ) AS skipped_locked_count,
+    (SELECT start_at FROM window_end) AS window_end_start_at,
+    (SELECT id FROM window_end) AS window_end_id
 FROM expired AS e;
 
 -- name: lock_batch
@@ -109,7 +119,9 @@ SELECT
     ) AS previous_attempts,
     (
         -- include: skipped_locked_count
-    ) AS skipped_locked_count;
+    ) AS skipped_locked_count,
+    (SELECT start_at FROM window_end) AS window_end_start_at,
+    (SELECT id FROM window_end) AS window_end_id;
 
 -- name: check_constraints_immediately
 -- Deferred constraints and constraint triggers would only fire at COMMIT,

@@ -138,6 +138,9 @@ class Session:
         self.connection = connection
         self._settings = settings
         self._statements = statements
+        # BEGIN and the limits wait for the transaction's first statement, to travel with
+        # it in one message (see transaction).
+        self._opening_deferred = False
 
     @classmethod
     @asynccontextmanager
@@ -162,10 +165,46 @@ class Session:
 
     async def rows(self, name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         try:
-            cursor = await self.connection.execute(self._statements(name), params)
+            cursor = await self._run(name, params)
             return await cursor.fetchall() if cursor.description is not None else []
         except psycopg.Error as exc:
             raise translate(exc) from exc
+
+    async def _run(
+        self, name: str, params: dict[str, Any] | None
+    ) -> psycopg.AsyncCursor[Any] | psycopg.AsyncClientCursor[Any]:
+        """Execute a named statement; the first of a transaction carries its opening."""
+        if not self._opening_deferred:
+            return await self.connection.execute(self._statements(name), params)
+        self._opening_deferred = False
+        limits = self._settings.limits
+        names = ["begin_transaction", *([limits.statement] if limits else [])]
+        texts = [self._statements(n) for n in names]
+        # Run alone without parameters, a statement's % is its own (format('%s', ...));
+        # in a message with parameters it must be doubled.
+        own = self._statements(name)
+        texts.append(own if params is not None else own.replace("%", "%%"))
+        message = sql.SQL(";\n").join(sql.SQL(text.rstrip().rstrip(";")) for text in texts)
+        opening = limits.parameters() if limits else {}
+        # Client-side binding: several statements in one simple-query message, one round
+        # trip; psycopg quotes every value. The cursor is left on the last result.
+        cursor = psycopg.AsyncClientCursor(self.connection)
+        await cursor.execute(message, opening | (params or {}))
+        while cursor.nextset():
+            pass
+        return cursor
+
+    async def _open_now(self) -> None:
+        """Send a deferred opening on its own, before what cannot carry it."""
+        if self._opening_deferred:
+            self._opening_deferred = False
+            await self._open_transaction()
+
+    async def _open_transaction(self) -> None:
+        if self._settings.autocommit:
+            await self.execute("begin_transaction")
+        if (limits := self._settings.limits) is not None:
+            await self.rows(limits.statement, limits.parameters())
 
     async def row(self, name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...]:
         """The one row a statement returns (an aggregate, say)."""
@@ -180,13 +219,14 @@ class Session:
     async def execute(self, name: str, params: dict[str, Any] | None = None) -> int:
         """Run a statement for its effect; returns the rows it touched."""
         try:
-            cursor = await self.connection.execute(self._statements(name), params)
+            cursor = await self._run(name, params)
         except psycopg.Error as exc:
             raise translate(exc) from exc
         return cursor.rowcount
 
     async def execute_many(self, name: str, params: Sequence[dict[str, Any]]) -> None:
         try:
+            await self._open_now()
             async with self.connection.cursor() as cursor:
                 await cursor.executemany(self._statements(name), params)
         except psycopg.Error as exc:
@@ -195,6 +235,7 @@ class Session:
     async def execute_composed(self, statement: sql.Composed) -> None:
         """A statement composed with psycopg.sql from a named template (GRANT, say)."""
         try:
+            await self._open_now()
             await self.connection.execute(statement)
         except psycopg.Error as exc:
             raise translate(exc) from exc
@@ -222,21 +263,31 @@ class Session:
     async def transaction(self) -> AsyncIterator[Transaction]:
         """One atomic unit, committed whole on success, rolled back whole otherwise.
 
-        It starts by setting the session's limits for itself. COMMIT and
-        ROLLBACK finish even if a cancellation arrives meanwhile (bounded, see
-        run_to_completion); that cancellation is delivered once they have.
+        It starts by setting the session's limits for itself. On a session in
+        autocommit mode that prepares nothing (the worker's), BEGIN and the limits
+        travel with the transaction's first statement in one message: a batch is
+        then two round trips, that message and COMMIT. COMMIT and ROLLBACK stay
+        messages of their own: they finish even if a cancellation arrives meanwhile
+        (bounded, see run_to_completion), and that cancellation is delivered once
+        they have; a COMMIT sent with the statement could no longer be told apart
+        from it, and a cancelled batch would be in doubt instead of rolled back.
         """
         outcome = Transaction()
         try:
-            if self._settings.autocommit:
-                await self.execute("begin_transaction")
-            if (limits := self._settings.limits) is not None:
-                await self.rows(limits.statement, limits.parameters())
+            if self._settings.autocommit and not self._settings.prepare:
+                self._opening_deferred = True
+            else:
+                await self._open_transaction()
             yield outcome
         except BaseException as failure:
+            self._opening_deferred = False
             if await self._rollback_quietly():
                 raise asyncio.CancelledError from failure
             raise
+        if self._opening_deferred:  # no statement ran: nothing was opened
+            self._opening_deferred = False
+            outcome.committed = True
+            return
         if await self._commit():
             outcome.committed = True
             raise asyncio.CancelledError
@@ -249,6 +300,7 @@ class Session:
         A row rejection inside it names `slot_id`, the row it was about.
         """
         try:
+            await self._open_now()
             async with self.connection.transaction():
                 yield
         except psycopg.Error as exc:

@@ -24,19 +24,47 @@ from slot_expiration.store.session import (
     TransactionLimits,
 )
 
-NO_IDS: tuple[UUID, ...] = ()
+Position = tuple[datetime, UUID]  # a row's place in the selection's order: (start_at, id)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What a batch asks for: rows due at `as_of`, past `after` (where the drain's previous
+    batch ended; None for a cycle's first), not in quarantine until after `now`, not in
+    `exclude_ids` (rows this transaction tried already), at most `batch_size`."""
+
+    as_of: datetime
+    now: datetime
+    batch_size: int
+    after: Position | None = None
+    exclude_ids: tuple[UUID, ...] = ()
+
+    def parameters(self) -> dict[str, object]:
+        """The parameters of the due-slot selection (queries.sql, due_slot_predicate)."""
+        after_start, after_id = self.after or (None, None)
+        return {
+            "as_of": self.as_of,
+            "now": self.now,
+            "batch_size": self.batch_size,
+            "after_start": after_start,
+            "after_id": after_id,
+            "exclude_ids": list(self.exclude_ids),
+        }
 
 
 @dataclass(frozen=True, slots=True)
 class LockedBatch:
     """What one selection took: the slots, oldest first, and the rows it passed over.
 
-    `previous_attempts[i]` is how often `slots[i]` was rejected before (0 when it
-    is not in quarantine; only the row-by-row path reads it).
+    `window_end` is where the batch's window ended when it was full (its last row),
+    else None: nothing more is due. `previous_attempts[i]` is how often `slots[i]`
+    was rejected before (0 when it is not in quarantine; only the row-by-row path
+    reads it).
     """
 
     slots: tuple[SlotRef, ...]
     skipped_locked_count: int
+    window_end: Position | None = None
     previous_attempts: tuple[int, ...] = ()
 
 
@@ -62,7 +90,9 @@ class SlotStore:
         cls, database_url: str, limits: TransactionLimits, *, prepare: bool = False
     ) -> AsyncIterator[Self]:
         """A worker session (application_name slot-expiration) for one cycle or command."""
-        settings = SessionSettings(ApplicationName.WORKER, limits=limits, prepare=prepare)
+        settings = SessionSettings(
+            ApplicationName.WORKER, limits=limits, autocommit=True, prepare=prepare
+        )
         async with Session.open(database_url, settings) as session:
             yield cls(session)
 
@@ -80,24 +110,24 @@ class SlotStore:
         rows = await self._session.rows("schema_revision")
         return str(rows[0][0]) if rows else None
 
-    async def expire_batch(self, as_of: datetime, now: datetime, batch_size: int) -> LockedBatch:
-        """Lock and expire a batch in one statement; a rejected row fails it whole.
-
-        Rows in quarantine until after `now` are passed over.
-        """
-        params = _selection(as_of, now, batch_size, NO_IDS)
-        ids, tenant_ids, skipped = await self._session.row("expire_batch", params)
-        return LockedBatch(slots=_slot_refs(ids, tenant_ids), skipped_locked_count=int(skipped))
-
-    async def lock_batch(
-        self, as_of: datetime, now: datetime, batch_size: int, exclude_ids: Sequence[UUID] = ()
-    ) -> LockedBatch:
-        """Lock a batch without changing it, for row-by-row expiry."""
-        params = _selection(as_of, now, batch_size, exclude_ids)
-        ids, tenant_ids, attempts, skipped = await self._session.row("lock_batch", params)
+    async def expire_batch(self, selection: Selection) -> LockedBatch:
+        """Lock and expire a batch in one statement; a rejected row fails it whole."""
+        row = await self._session.row("expire_batch", selection.parameters())
+        ids, tenant_ids, skipped, end_start, end_id = row
         return LockedBatch(
             slots=_slot_refs(ids, tenant_ids),
             skipped_locked_count=int(skipped),
+            window_end=_window_end(len(ids), selection.batch_size, end_start, end_id),
+        )
+
+    async def lock_batch(self, selection: Selection) -> LockedBatch:
+        """Lock a batch without changing it, for row-by-row expiry."""
+        row = await self._session.row("lock_batch", selection.parameters())
+        ids, tenant_ids, attempts, skipped, end_start, end_id = row
+        return LockedBatch(
+            slots=_slot_refs(ids, tenant_ids),
+            skipped_locked_count=int(skipped),
+            window_end=_window_end(len(ids), selection.batch_size, end_start, end_id),
             previous_attempts=tuple(int(a) for a in attempts),
         )
 
@@ -133,11 +163,8 @@ class SlotStore:
         return int(await self._session.value("count_backlog_capped", params))
 
 
-def _selection(
-    as_of: datetime, now: datetime, batch_size: int, exclude_ids: Sequence[UUID]
-) -> dict[str, object]:
-    """The parameters of the due-slot selection (queries.sql, pick_due_slots)."""
-    return {"as_of": as_of, "now": now, "batch_size": batch_size, "exclude_ids": list(exclude_ids)}
+def _window_end(taken: int, wanted: int, start_at: datetime, slot_id: UUID) -> Position | None:
+    return (start_at, slot_id) if taken >= wanted else None
 
 
 def _slot_refs(ids: Sequence[UUID], tenant_ids: Sequence[UUID]) -> tuple[SlotRef, ...]:

@@ -25,6 +25,7 @@ from slot_expiration.store.session import (
     SessionSettings,
     TransactionLimits,
 )
+from slot_expiration.store.slot_store import Selection
 
 SELECTION_INDEX: Final = "ix_availability_slots_status_start"
 SLOT_TABLE: Final = "availability_slots"
@@ -175,7 +176,7 @@ class StatusStore:
 
     async def selection_index(self, as_of: datetime, batch_size: int) -> SelectionIndex:
         found = await self._session.rows("status_selection_index")
-        params = {"as_of": as_of, "now": as_of, "batch_size": batch_size, "exclude_ids": []}
+        params = Selection(as_of, as_of, batch_size).parameters()
         plan_rows = await self._session.rows("status_explain_selection", params)
         scan = _slot_table_scan(plan_rows[0][0])
         table, valid, definition = found[0] if found else (None, False, None)
