@@ -44,6 +44,9 @@ async def test_server_stopped_mid_cycle_then_started_again_loses_and_repeats_not
         slots = await db.insert(overdue(BACKLOG))
         ledger = Ledger.of(await db.rows(), [s.id for s in slots])
         await db.install_gate_trigger()
+        # The suite's servers commit asynchronously (synchronous_commit=off): without this,
+        # an immediate stop right after could lose the test's own setup, not the worker's.
+        await db.execute("CHECKPOINT")
         await db.close_gate()
         async with started(*run_args(url, batch_size=BATCH)) as worker:
             await worker.until(lambda: waiting_on_gate(db), "the batch waiting on the gate")

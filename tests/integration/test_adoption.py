@@ -34,7 +34,11 @@ pytestmark = pytest.mark.integration
 ROWS = 2_000
 WORKER_INDEX = "USING btree (start_at, id) WHERE (status = 'Available'::text)"
 CALENDAR_INDEX = "USING btree (status, start_at)"
-WORKER_TABLES = {"slot_expiration_failures", "slot_expiration_alembic_version"}
+WORKER_TABLES = {
+    "slot_expiration_failures",
+    "slot_expiration_alembic_version",
+    "slot_expiration_cycles",
+}
 SLOT_CONTEXT_INDEXES = {
     "ix_availability_slots_showcase",
     "ix_availability_slots_consultant_start",

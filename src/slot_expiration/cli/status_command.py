@@ -14,7 +14,7 @@ from slot_expiration.cli.common import store_failure as store_failure_line
 from slot_expiration.cli.errors import scrub
 from slot_expiration.cli.option_flags import option
 from slot_expiration.domain import utc_now
-from slot_expiration.options import CycleOptions, StatusOptions, url_secrets
+from slot_expiration.options import CycleOptions, DatabaseOptions, StatusOptions, url_secrets
 from slot_expiration.status import StatusReport, collect_status, render_text
 from slot_expiration.status.check import Level, judge
 from slot_expiration.store import SlotStoreError
@@ -41,8 +41,11 @@ def status(
     status, the backlog, the oldest overdue slot, the worker's sessions, the slots in
     quarantine and the selection's index. Reads only; a part the role may not read says
     why in its place."""
-    settings = settings_from(
-        StatusOptions, database_url=database_url, interval_seconds=interval_seconds
+    # Only --check reads the interval: a bad value of it never breaks the report itself.
+    settings = (
+        settings_from(StatusOptions, database_url=database_url, interval_seconds=interval_seconds)
+        if check
+        else settings_from(DatabaseOptions, database_url=database_url)
     )
     url = required_url(settings)
     as_of = utc_now()
@@ -54,6 +57,7 @@ def status(
         report = guarded(collect, settings)
         click.echo(json.dumps(report.as_json()) if json_output else render_text(report))
         return
+    assert isinstance(settings, StatusOptions)  # --check loaded the interval
     verdict = judge(_checked(collect, url), settings.interval_seconds)
     if json_output:
         click.echo(json.dumps({"check": verdict.as_json()}))

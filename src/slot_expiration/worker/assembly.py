@@ -146,9 +146,13 @@ class _Committed(NoHooks):
     def __init__(self) -> None:
         self.tally: CycleTally | None = None
         self._started_batches = 0
+        self._clock_skew_seconds: float | None = None
 
     def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
         self.tally = CycleTally(run_id, as_of)
+
+    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
+        self._clock_skew_seconds = skew_seconds
 
     def batch_started(self, run_id: UUID, number: int) -> None:
         self._started_batches = number
@@ -168,7 +172,9 @@ class _Committed(NoHooks):
             else failure_kind(failure, budget_exceeded=budget)
         )
         elapsed_ms = (time.monotonic() - started) * 1000.0
-        partial = self.tally.result(elapsed_ms, CUT_SHORT[kind], backlog=None)
+        partial = self.tally.result(
+            elapsed_ms, CUT_SHORT[kind], backlog=None, clock_skew_seconds=self._clock_skew_seconds
+        )
         in_flight = self._started_batches > self.tally.batches
         return CycleCutShortError(failure, partial, in_flight=in_flight)
 
