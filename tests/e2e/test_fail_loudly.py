@@ -165,6 +165,7 @@ async def test_sigint_during_a_drain_reports_what_its_committed_batches_did(
 
     async with started(
         "once", "--json", "--max-batches-per-cycle", "0", "--batch-size", "10",
+        "--drain-batch-size", "10",
         "--as-of", AS_OF.isoformat(), "--database-url", db.url,
     ) as once:  # fmt: skip
 

@@ -294,7 +294,8 @@ async def test_once_in_drain_mode_reports_the_totals_of_all_its_batches(
     await db.insert(past_slots(23))
 
     done = await run_command(
-        "once", "--json", "--batch-size", "5", "--max-batches-per-cycle", "0",
+        "once", "--json", "--batch-size", "5", "--drain-batch-size", "5",
+        "--max-batches-per-cycle", "0",
         "--as-of", AS_OF.isoformat(), "--database-url", secret_url,
     )  # fmt: skip
 

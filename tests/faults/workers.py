@@ -29,6 +29,7 @@ def run_args(
         "run",
         "--interval-seconds", interval,
         "--batch-size", str(batch_size),
+        "--drain-batch-size", str(batch_size),
         "--database-url", url,
         *extra,
     )  # fmt: skip

@@ -113,7 +113,11 @@ async def test_the_budget_reached_mid_drain_rolls_back_only_the_batch_in_flight(
     await db.install_gate_for([s.id for s in slots[5:10]])  # batch 2 waits at the gate
     await db.close_gate()
     options = load_options(
-        database_url=db.url, batch_size=5, max_batches_per_cycle=0, max_cycle_seconds=1
+        database_url=db.url,
+        batch_size=5,
+        drain_batch_size=5,
+        max_batches_per_cycle=0,
+        max_cycle_seconds=1,
     )
     hooks = RecordingHooks()
 
@@ -133,7 +137,9 @@ async def test_sigterm_between_batches_lets_the_batch_in_flight_commit_and_start
     slots = await db.insert(past_slots(15))
     await db.install_gate_for([s.id for s in slots[:5]])  # the first batch waits at the gate
     await db.close_gate()
-    options = load_options(database_url=db.url, batch_size=5, max_batches_per_cycle=0)
+    options = load_options(
+        database_url=db.url, batch_size=5, drain_batch_size=5, max_batches_per_cycle=0
+    )
     hooks, ticker, stop = RecordingHooks(), ManualTicker(), StopSignal()
     loop = asyncio.create_task(build_loop(options, hooks, ticker).run(stop))
     ticker.tick()
@@ -228,6 +234,7 @@ async def test_sigterm_during_the_loops_pause_ends_the_cycle_at_once_as_stopped(
     options = load_options(
         database_url=db.url,
         batch_size=5,
+        drain_batch_size=5,
         max_batches_per_cycle=0,
         batch_pause_seconds=60,
         max_cycle_seconds=600,
@@ -249,3 +256,31 @@ async def test_sigterm_during_the_loops_pause_ends_the_cycle_at_once_as_stopped(
     assert (stats.cycles_completed, stats.cycles_failed) == (1, 0)
     assert (result.batches, result.expired_count) == (1, 5)
     assert result.stop_reason is StopReason.STOP_REQUESTED
+
+
+async def test_a_drains_later_batches_take_the_drain_batch_size_and_its_first_the_batch_size(
+    db: SlotDatabase,
+) -> None:
+    await db.insert(past_slots(12))
+    log = BatchLog()
+
+    run = CycleRun(uuid4(), AS_OF, observer=log)
+    result = await make_cycle(db.url, batch_size=2, max_batches=0, drain_batch_size=5).run(run)
+
+    # A full batch cannot know it took the last due row: one more, empty, says so.
+    assert [batch.expired_count for batch in log.batches] == [2, 5, 5, 0]
+    assert (result.expired_count, result.stop_reason) == (12, StopReason.DRAINED)
+
+
+async def test_without_a_trace_a_batch_reports_its_counts_and_not_its_slots(
+    db: SlotDatabase,
+) -> None:
+    await db.insert(past_slots(7))
+    log = BatchLog()
+
+    run = CycleRun(uuid4(), AS_OF, observer=log)
+    result = await make_cycle(db.url, batch_size=5, max_batches=0, collect_slots=False).run(run)
+
+    assert [(b.expired_count, b.expired) for b in log.batches] == [(5, ()), (2, ())]
+    assert result.expired_count == 7
+    assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}

@@ -89,9 +89,13 @@ def make_cycle(
     monotonic: Callable[[], float] = time.monotonic,
     batch_pause_seconds: float = 0.0,
     max_clock_skew_seconds: float = 30.0,
+    drain_batch_size: int | None = None,
+    collect_slots: bool = True,
 ) -> ExpiryCycle:
     limits = CycleLimits(
         batch_size=batch_size,
+        drain_batch_size=drain_batch_size,
+        collect_slots=collect_slots,
         max_batches=max_batches,
         batch_pause_seconds=batch_pause_seconds,
         backoff=backoff or PoisonBackoff(),

@@ -66,7 +66,9 @@ async def worker_cycle(
     options: WorkerOptions, as_of: datetime, recorder: BatchRecorder
 ) -> CycleResult:
     """One real cycle of the worker, as `once` runs it (a fresh session, its budget)."""
-    return await observed_cycle(build_cycle(options), recorder, options.max_cycle_seconds, as_of)
+    # As the worker runs without tracing: counts only (see CycleLimits.collect_slots).
+    cycle = build_cycle(options, collect_slots=False)
+    return await observed_cycle(cycle, recorder, options.max_cycle_seconds, as_of)
 
 
 async def session_open_ms(url: str, count: int) -> list[float]:

@@ -36,6 +36,7 @@ CYCLE_OPTIONS = (
     "database_url",
     "batch_size",
     "max_batches_per_cycle",
+    "drain_batch_size",
     "batch_pause_seconds",
     "max_cycle_seconds",
     "lock_timeout_seconds",

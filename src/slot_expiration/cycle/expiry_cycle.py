@@ -132,7 +132,7 @@ class ExpiryCycle:
                 await self._backlog(store, run)
 
     async def _batches(self, store: SlotStore, run: CycleRun, tally: CycleTally) -> StopReason:
-        longest_seconds = 0.0
+        slowest_per_row = 0.0  # seconds per row asked for, of the slowest batch so far
 
         def record(batch: BatchResult) -> None:
             tally.add(batch)
@@ -142,12 +142,14 @@ class ExpiryCycle:
         while True:
             number = tally.batches + 1
             run.observer.batch_started(run.run_id, number)
-            selection = Selection(run.as_of, self._clock(), self._limits.batch_size, after)
+            size = self._limits.size_of_batch(number)
+            selection = Selection(run.as_of, self._clock(), size, after)
             pending = _Pending(number, self._monotonic(), selection, record)
             batch = await self._batch(store, run, pending)
             after = batch.window_end
-            longest_seconds = max(longest_seconds, batch.duration_ms / 1000.0)
-            if (reason := self._stop_reason(run, batch, longest_seconds)) is not None:
+            slowest_per_row = max(slowest_per_row, batch.duration_ms / 1000.0 / size)
+            ahead = slowest_per_row * self._limits.size_of_batch(number + 1)
+            if (reason := self._stop_reason(run, batch, ahead)) is not None:
                 return reason
             if self._limits.batch_pause_seconds > 0:
                 await run.pause(self._limits.batch_pause_seconds)
@@ -155,7 +157,7 @@ class ExpiryCycle:
                     return StopReason.STOP_REQUESTED
 
     def _stop_reason(
-        self, run: CycleRun, batch: BatchResult, longest_seconds: float
+        self, run: CycleRun, batch: BatchResult, next_batch_seconds: float
     ) -> StopReason | None:
         if batch.exhausted:
             return StopReason.DRAINED
@@ -163,8 +165,9 @@ class ExpiryCycle:
             return StopReason.MAX_BATCHES
         if run.stop_requested():
             return StopReason.STOP_REQUESTED
-        # Another batch only if the pause and twice the slowest batch so far still fit.
-        ahead = self._limits.batch_pause_seconds + 2 * longest_seconds
+        # Another batch only if the pause and twice its likely time (at the slowest rate per
+        # row so far, for its size) still fit.
+        ahead = self._limits.batch_pause_seconds + 2 * next_batch_seconds
         if run.deadline is not None and self._monotonic() + ahead > run.deadline:
             return StopReason.BUDGET
         return None
@@ -180,7 +183,9 @@ class ExpiryCycle:
         transaction = Transaction()
         try:
             async with store.transaction() as transaction:
-                locked = await store.expire_batch(pending.selection)
+                locked = await store.expire_batch(
+                    pending.selection, with_slots=self._limits.collect_slots
+                )
         except RowRejectedError:
             return await self._row_by_row(store, run, pending)
         except asyncio.CancelledError:
@@ -200,6 +205,7 @@ class ExpiryCycle:
             duration_ms=self._ms_since(pending.started),
             exhausted=locked.window_end is None,
             window_end=locked.window_end,
+            expired_total=locked.taken,
         )
 
     async def _row_by_row(self, store: SlotStore, run: CycleRun, pending: _Pending) -> BatchResult:

@@ -51,10 +51,12 @@ class BatchResult:
     # Where its window ended when it was full, (start_at, id) of its last row: the next
     # batch of a drain starts after it.
     window_end: tuple[datetime, UUID] | None = None
+    # How many it expired, when `expired` was not collected (no trace records them).
+    expired_total: int | None = None
 
     @property
     def expired_count(self) -> int:
-        return len(self.expired)
+        return len(self.expired) if self.expired_total is None else self.expired_total
 
     @property
     def failed_count(self) -> int:

@@ -104,6 +104,8 @@ LockTimeoutSeconds = Annotated[
     ),
 ]
 DEFAULT_LOCK_TIMEOUT_SECONDS: Final = 2.0
+# Measured in docs/benchmarks.md, section g: the drain rate at this size, beside bookings.
+DEFAULT_DRAIN_BATCH_SIZE: Final = 2_000
 
 
 class MigrateOptions(DatabaseOptions):
@@ -150,6 +152,16 @@ class CycleOptions(DatabaseOptions):
             "cycle budget; 0 = until the backlog is empty.",
         ),
     ] = 1
+    drain_batch_size: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=10_000,
+            description="Drain mode: rows per batch after a cycle's first, which keeps "
+            "--batch-size: larger batches drain a backlog faster at the same booking "
+            "latency (docs/benchmarks.md, section g).",
+        ),
+    ] = DEFAULT_DRAIN_BATCH_SIZE
     batch_pause_seconds: Annotated[
         float,
         Field(

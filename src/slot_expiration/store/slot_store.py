@@ -66,6 +66,11 @@ class LockedBatch:
     skipped_locked_count: int
     window_end: Position | None = None
     previous_attempts: tuple[int, ...] = ()
+    taken: int | None = None  # rows taken, when `slots` was not asked for
+
+    @property
+    def count(self) -> int:
+        return len(self.slots) if self.taken is None else self.taken
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +115,21 @@ class SlotStore:
         rows = await self._session.rows("schema_revision")
         return str(rows[0][0]) if rows else None
 
-    async def expire_batch(self, selection: Selection) -> LockedBatch:
-        """Lock and expire a batch in one statement; a rejected row fails it whole."""
+    async def expire_batch(self, selection: Selection, *, with_slots: bool = True) -> LockedBatch:
+        """Lock and expire a batch in one statement; a rejected row fails it whole.
+
+        Without `with_slots` only counts come back (`taken`): what logs and metrics
+        need; the slots and their tenants are for a batch's trace span.
+        """
+        if not with_slots:
+            row = await self._session.row("expire_batch_counted", selection.parameters())
+            taken, skipped, end_start, end_id = row
+            return LockedBatch(
+                slots=(),
+                skipped_locked_count=int(skipped),
+                window_end=_window_end(int(taken), selection.batch_size, end_start, end_id),
+                taken=int(taken),
+            )
         row = await self._session.row("expire_batch", selection.parameters())
         ids, tenant_ids, skipped, end_start, end_id = row
         return LockedBatch(

@@ -48,7 +48,7 @@ from slot_expiration.store.schema_version import (
 from slot_expiration.telemetry import CycleHooks, FanOutHooks, LogHooks, NoHooks
 from slot_expiration.telemetry.history import HistoryHooks, default_instance
 from slot_expiration.telemetry.logs import Event
-from slot_expiration.telemetry.traces import TraceHooks, tracing
+from slot_expiration.telemetry.traces import traced_hooks, tracing, tracing_on
 from slot_expiration.worker.observability import Observability, announce
 
 
@@ -61,13 +61,15 @@ def transaction_limits(options: CycleOptions) -> TransactionLimits:
     )
 
 
-def cycle_limits(options: CycleOptions) -> CycleLimits:
+def cycle_limits(options: CycleOptions, *, collect_slots: bool = True) -> CycleLimits:
     return CycleLimits(
         batch_size=options.batch_size,
+        drain_batch_size=options.drain_batch_size,
         max_batches=options.max_batches_per_cycle,
         batch_pause_seconds=options.batch_pause_seconds,
         backoff=PoisonBackoff(options.poison_backoff_seconds, options.poison_backoff_max_seconds),
         max_clock_skew_seconds=options.max_clock_skew_seconds,
+        collect_slots=collect_slots,
     )
 
 
@@ -76,8 +78,9 @@ def store_factory(options: CycleOptions) -> StoreFactory:
     return lambda: SlotStore.connect(url, limits, prepare=options.prepared_statements)
 
 
-def build_cycle(options: CycleOptions) -> ExpiryCycle:
-    return ExpiryCycle(store_factory(options), cycle_limits(options))
+def build_cycle(options: CycleOptions, *, collect_slots: bool = True) -> ExpiryCycle:
+    """The cycle; `collect_slots` when a trace records each batch's slots and tenants."""
+    return ExpiryCycle(store_factory(options), cycle_limits(options, collect_slots=collect_slots))
 
 
 def history_hooks(options: CycleOptions) -> HistoryHooks:
@@ -195,10 +198,10 @@ async def run_once(
         await check_ready(options)
         committed, history = _Committed(), history_hooks(options)
         sinks = [hooks or LogHooks(max_clock_skew_seconds=options.max_clock_skew_seconds)]
-        traced = TraceHooks(FanOutHooks([*sinks, committed, history]), tracer)
+        traced = traced_hooks(FanOutHooks([*sinks, committed, history]), tracer)
         started = time.monotonic()
         try:
-            cycle = build_cycle(options)
+            cycle = build_cycle(options, collect_slots=tracing_on(tracer))
             return await observed_cycle(
                 cycle, traced, options.max_cycle_seconds, as_of, as_of_is_now=as_of_is_now
             )
@@ -211,14 +214,18 @@ async def run_once(
 
 
 def build_loop(
-    options: WorkerOptions, hooks: CycleHooks, ticker: Ticker | None = None
+    options: WorkerOptions,
+    hooks: CycleHooks,
+    ticker: Ticker | None = None,
+    *,
+    collect_slots: bool = True,
 ) -> PollingLoop:
     timing = LoopTiming(
         max_cycle_seconds=options.max_cycle_seconds,
         shutdown_grace_seconds=options.shutdown_grace_seconds,
     )
     return PollingLoop(
-        build_cycle(options),
+        build_cycle(options, collect_slots=collect_slots),
         ticker or IntervalTicker(options.interval_seconds),
         hooks,
         timing,
@@ -245,7 +252,7 @@ async def run_worker(
         # Listening first: a port already taken fails the start before anything else.
         async with observability.endpoint(options) as url:
             await check_ready(options)
-            loop = build_loop(options, hooks)
+            loop = build_loop(options, hooks, collect_slots=tracing_on(tracer))
             hooks.loop_started(options.interval_seconds, options.batch_size)
             announce(url, on_serving)
             try:

@@ -20,7 +20,7 @@ from slot_expiration.telemetry.liveness import Liveness
 from slot_expiration.telemetry.logs import Event
 from slot_expiration.telemetry.metrics import MetricsHooks
 from slot_expiration.telemetry.readiness import Readiness
-from slot_expiration.telemetry.traces import TraceHooks
+from slot_expiration.telemetry.traces import traced_hooks
 
 PROBE_TIMEOUT_SECONDS: Final = 5.0
 
@@ -59,7 +59,7 @@ class Observability:
     def hooks(self, sinks: Sequence[CycleHooks]) -> CycleHooks:
         """`sinks` plus metrics, liveness and readiness, all inside each cycle's span."""
         fan_out = FanOutHooks([*sinks, self.metrics, self.liveness, self.readiness])
-        return TraceHooks(fan_out, self.tracer)
+        return traced_hooks(fan_out, self.tracer)
 
     @asynccontextmanager
     async def endpoint(self, options: WorkerOptions) -> AsyncIterator[str | None]:
