@@ -65,7 +65,7 @@ class BatchResult:
     @property
     def selected_count(self) -> int:
         """Rows the batch locked: those it expired plus the poison ones it left."""
-        return len(self.expired) + len(self.failures)
+        return self.expired_count + len(self.failures)
 
 
 class StopReason(StrEnum):
