@@ -65,6 +65,7 @@ class BenchContext:
         return (
             "--database-url", self.url,
             "--batch-size", str(self.plan.batch_size),
+            "--drain-batch-size", str(self.plan.batch_size),
             "--max-cycle-seconds", f"{DRAIN_BUDGET_SECONDS:g}",
             "--batch-pause-seconds", f"{worker.batch_pause_seconds:g}",
             prepared,

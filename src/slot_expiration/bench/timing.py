@@ -55,6 +55,7 @@ def worker_options(
         environment=False,
         database_url=url,
         batch_size=batch_size,
+        drain_batch_size=batch_size,  # batch for batch against the bare loop
         max_batches_per_cycle=max_batches,
         max_cycle_seconds=DRAIN_BUDGET_SECONDS,
         prepared_statements=tuning.prepared_statements,
