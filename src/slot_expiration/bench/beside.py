@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from slot_expiration.bench.context import BenchContext, BenchError, WorkerPace
 from slot_expiration.bench.dataset import restore_backlog
@@ -172,21 +173,31 @@ async def _worker_drain(ctx: BenchContext, drainer: Drainer) -> Drained:
     pace = WorkerPace(drainer.batch_size, drainer.pause_seconds, drainer.drain_batch_size_flag)
     async with worker_process(*ctx.drain_once_args(LOCK_TIMEOUT_SECONDS, pace)) as worker:
         await worker.wait()
+    start, end, batch_ms = worker_timing(worker.events(), drainer.pause_seconds)
+    rows = int(once_summary(worker)["expired_count"])
+    return Drained(rows, start, end, batch_ms)
+
+
+def worker_timing(
+    events: Sequence[dict[str, Any]], pause_seconds: float
+) -> tuple[float, float, tuple[float, ...]]:
+    """A worker's drain from its log: its cycle's start and end (Unix time), and each
+    batch's milliseconds from one batch's log line to the next's: the batch and the
+    code around it, less the pause before it; the first from the cycle's start (its
+    set-up too)."""
     moments = [
         event_time(event).timestamp()
-        for event in worker.events()
+        for event in events
         if event["event"] in {"cycle.started", "batch.selected", "cycle.completed"}
     ]
-    start, end = moments[0], moments[-1]
-    # From one batch's log line to the next's: a batch, the code around it, and the pause
-    # before it (left out); the first from the cycle's start: its set-up too.
-    pauses = [0.0] + [drainer.pause_seconds] * (len(moments) - 3)
+    if len(moments) < 3:
+        raise BenchError("a worker's log has no cycle with a batch")
+    pauses = [0.0] + [pause_seconds] * (len(moments) - 3)
     batch_ms = tuple(
         (b - a - pause) * 1000.0
         for a, b, pause in zip(moments[:-2], moments[1:-1], pauses, strict=True)
     )
-    rows = int(once_summary(worker)["expired_count"])
-    return Drained(rows, start, end, batch_ms)
+    return moments[0], moments[-1], batch_ms
 
 
 async def _bare_drain(ctx: BenchContext, drainer: Drainer) -> Drained:
