@@ -232,27 +232,41 @@ _DRAINS: dict[DrainKind, Callable[[BenchContext, Drainer], Awaitable[Drained]]] 
 
 class PgbenchLength:
     """How long pgbench runs for a condition: without a drain the plan's length; beside
-    one its warm-up and the drain's time as last measured (guessed the first time), with
-    slack, so that the bookings outlast the drain without idling long after it."""
+    one its warm-up and the drain's expected time, with slack, so that the bookings
+    outlast the drain without idling long after it. The expected time is the condition's
+    last measured one, else what the last drain of its kind (at any batch size or pace)
+    says of its working pace, else a guess."""
 
     def __init__(self, ctx: BenchContext, backlog: int) -> None:
         self._load = ctx.plan.booking
         self._backlog = backlog
         self._seen: dict[Drainer, float] = {}
+        self._working_rate: dict[DrainKind, float] = {}  # rows per second, pauses left out
 
     def seconds(self, drainer: Drainer) -> float:
         if drainer.kind is DrainKind.NONE:
             return self._load.seconds
-        expected = self._seen.get(drainer) or self._guess(drainer)
+        expected = self._seen.get(drainer) or self._expected(drainer)
         return self._load.warmup_seconds + SLACK * expected + 1.0
 
     def saw(self, run: ConditionRun) -> None:
-        if run.drained is not None:
-            self._seen[run.drainer] = run.drained.end - run.drained.start
+        drained = run.drained
+        if drained is None:
+            return
+        seconds = drained.end - drained.start
+        self._seen[run.drainer] = seconds
+        working = seconds - self._pauses(run.drainer, drained.rows)
+        if working > 0 and drained.rows:
+            self._working_rate[run.drainer.kind] = drained.rows / working
 
-    def _guess(self, drainer: Drainer) -> float:
-        pauses = (drainer.batches(self._backlog) - 1) * drainer.pause_seconds
-        return self._backlog / GUESSED_ROWS_PER_SECOND[drainer.kind.value] + pauses
+    def _expected(self, drainer: Drainer) -> float:
+        guessed = GUESSED_ROWS_PER_SECOND[drainer.kind.value]
+        working_rate = self._working_rate.get(drainer.kind, guessed)
+        return self._backlog / working_rate + self._pauses(drainer, self._backlog)
+
+    @staticmethod
+    def _pauses(drainer: Drainer, rows: int) -> float:
+        return (drainer.batches(rows) - 1) * drainer.pause_seconds
 
 
 async def run_rounds(
