@@ -144,12 +144,12 @@ def test_pgbench_outlasts_a_drain_by_some_slack_guessed_first_then_as_measured()
     assert first_guess > length.seconds(WORKER)  # 399 pauses more
     length.saw(ConditionRun(paced, _window([1.0]), Drained(200_000, 0.0, 11.98, ()), 0))
     assert length.seconds(paced) == pytest.approx(
-        ctx.plan.booking.warmup_seconds + 1.25 * 11.98 + 1
+        ctx.plan.booking.warmup_seconds + 1.15 * 11.98 + 0.5
     )
     # 399 pauses of 0.02 s left out: the worker works at 50,000 rows/s, so at any other
     # batch size or pace it is expected to take 4 s and its pauses.
     flat = replace(WORKER, batch_size=2_000)
-    assert length.seconds(flat) == pytest.approx(ctx.plan.booking.warmup_seconds + 1.25 * 4 + 1)
+    assert length.seconds(flat) == pytest.approx(ctx.plan.booking.warmup_seconds + 1.15 * 4 + 0.5)
 
 
 def test_a_workers_drain_batch_size_goes_to_drain_batch_size_when_it_has_that_flag() -> None:

@@ -44,7 +44,8 @@ LOCK_TIMEOUT_SECONDS = 2.0  # the worker's default
 # A first guess of a drain's pace beside the bookings, before one was measured: it sets
 # how long pgbench runs (the drain's time with some slack), never a result.
 GUESSED_ROWS_PER_SECOND = {"worker": 15_000.0, "bare loop": 20_000.0, "single statement": 40_000.0}
-SLACK = 1.25  # pgbench runs this many times the drain's expected time, and a second more
+SLACK = 1.15  # pgbench runs this many times the drain's expected time, and SLACK_SECONDS more
+SLACK_SECONDS = 0.5
 
 
 class DrainKind(StrEnum):
@@ -247,7 +248,7 @@ class PgbenchLength:
         if drainer.kind is DrainKind.NONE:
             return self._load.seconds
         expected = self._seen.get(drainer) or self._expected(drainer)
-        return self._load.warmup_seconds + SLACK * expected + 1.0
+        return self._load.warmup_seconds + SLACK * expected + SLACK_SECONDS
 
     def saw(self, run: ConditionRun) -> None:
         drained = run.drained

@@ -142,7 +142,7 @@ _DEFAULT = BenchPlan(
         rounds=5,
         paced_pause_seconds=0.02,
     ),
-    drain_rate=DrainRatePlan(batch_sizes=(500, 1_000, 2_000, 5_000), rounds=1),
+    drain_rate=DrainRatePlan(batch_sizes=(500, 1_000, 2_000, 5_000), rounds=2),
     growth=GrowthPlan(
         sizes=(100_000, 1_000_000),
         dead_share=0.2,
