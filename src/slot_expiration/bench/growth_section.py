@@ -145,13 +145,17 @@ async def _wave(ctx: BenchContext, rows: _DueRows, count: int) -> int:
 
 async def _dead_phase(ctx: BenchContext, rows: _DueRows) -> tuple[float, PhaseTiming]:
     """The phase after the wave; its first worker batch set apart."""
+    restores = rows.restores
     recorder, bare_ms, medians = await _rounds(ctx, rows, vacuum=False)
     first, *rest = recorder.batch_ms()
     per_round = ctx.plan.growth.batches
     if per_round > 1:  # the first round's median without its first batch
         medians[0] = statistics.median(rest[: per_round - 1])
     timing = PhaseTiming(
-        Distribution.of(rest or [first]), Distribution.of(bare_ms), tuple(medians), rows.restores
+        Distribution.of(rest or [first]),
+        Distribution.of(bare_ms),
+        tuple(medians),
+        rows.restores - restores,
     )
     return first, timing
 
