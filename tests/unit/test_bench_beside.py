@@ -168,3 +168,12 @@ def test_a_workers_drain_batch_size_goes_to_drain_batch_size_when_it_has_that_fl
 
 def _flag(args: tuple[str, ...], name: str) -> str:
     return args[args.index(name) + 1]
+
+
+def test_every_worker_drains_batch_for_batch_once_it_has_drain_batch_size() -> None:
+    ctx = replace(_context(), drain_batch_size_flag=True)
+
+    flags = ctx.worker_flags()
+
+    assert _flag(flags, "--batch-size") == _flag(flags, "--drain-batch-size") == "500"
+    assert "--drain-batch-size" not in _context().worker_flags()

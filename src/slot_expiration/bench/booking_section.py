@@ -4,12 +4,13 @@ pgbench books random future slots at a fixed rate with the slot context's own
 book-slot statement (in a transaction, as the book operation sends it). Five
 conditions, each run once per round, the order turned each round (see beside):
 no drain; the worker draining the backlog flat out and paced (its
-`--batch-pause-seconds`); the bare loop draining the same backlog flat out and
-at the same pause. The headline is each round's booking p99 beside the worker /
-beside the bare loop at the same pace: the worker's own cost to the bookings,
-with what any drain of that pace costs them set apart; each drain is also set
-beside the round's run without one. Every ratio is given as its median over the
-rounds with its range.
+`--batch-pause-seconds`), batch for batch like the bare loop (its
+`--drain-batch-size`, where it has one, equal to `--batch-size`); the bare loop
+draining the same backlog flat out and at the same pause. The headline is each
+round's booking p99 beside the worker / beside the bare loop at the same pace:
+the worker's own cost to the bookings, with what any drain of that pace costs
+them set apart; each drain is also set beside the round's run without one.
+Every ratio is given as its median over the rounds with its range.
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ class BookingInterference:
 def drainers(ctx: BenchContext) -> tuple[Drainer, ...]:
     """No drain, the worker and the bare loop flat out, both paced: the run's pause if it
     sets one, else the plan's."""
-    size = ctx.plan.batch_size
+    size, flag = ctx.plan.batch_size, ctx.drain_batch_size_flag
     pause = ctx.worker.batch_pause_seconds or ctx.plan.booking.paced_pause_seconds
     return (
         Drainer(DrainKind.NONE),
-        Drainer(DrainKind.WORKER, size),
+        Drainer(DrainKind.WORKER, size, drain_batch_size_flag=flag),
         Drainer(DrainKind.BARE, size),
-        Drainer(DrainKind.WORKER, size, pause),
+        Drainer(DrainKind.WORKER, size, pause, flag),
         Drainer(DrainKind.BARE, size, pause),
     )
 

@@ -64,6 +64,9 @@ class BenchContext:
     progress: Progress
     worker: WorkerTuning = field(default_factory=WorkerTuning)
     plans: dict[str, str] = field(default_factory=dict)  # EXPLAIN ANALYZE texts, by occasion
+    # The worker has --drain-batch-size: its processes are given it (processes.py says how
+    # the run knows), equal to --batch-size unless a section asks for another drain size.
+    drain_batch_size_flag: bool = False
 
     def worker_options(self, max_batches: int) -> WorkerOptions:
         return worker_options(self.url, self.plan.batch_size, max_batches, self.worker)
@@ -85,7 +88,9 @@ class BenchContext:
         """The flags every worker process of the run gets (none from the environment): the
         run's batch size and pause, or those of `pace`."""
         worker = self.worker
-        pace = pace or WorkerPace(self.plan.batch_size, worker.batch_pause_seconds)
+        pace = pace or WorkerPace(
+            self.plan.batch_size, worker.batch_pause_seconds, self.drain_batch_size_flag
+        )
         prepared = "--" + ("" if worker.prepared_statements else "no-") + "prepared-statements"
         return (
             "--database-url", self.url,

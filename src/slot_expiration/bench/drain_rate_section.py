@@ -27,7 +27,6 @@ from slot_expiration.bench.beside import (
     run_rounds,
 )
 from slot_expiration.bench.context import BenchContext
-from slot_expiration.bench.processes import drain_batch_size_flag
 from slot_expiration.bench.stats import Spread, rate, ratio
 
 
@@ -69,7 +68,7 @@ def _median(spread: Spread | None) -> float:
 
 
 async def measure_drain_rates(ctx: BenchContext) -> DrainRates:
-    plan, flag = ctx.plan.drain_rate, await drain_batch_size_flag()
+    plan, flag = ctx.plan.drain_rate, ctx.drain_batch_size_flag
     pause = ctx.worker.batch_pause_seconds
     conditions = (
         Drainer(DrainKind.NONE),
