@@ -1,7 +1,7 @@
 """How big each part of a benchmark run is: the quick smoke run, the default run, the full one.
 
-The default run ends in about a quarter of an hour on two cores (sections d and g,
-bookings beside drains in several rounds, take most of it); `--quick` is a smoke
+The default run ends in 12-13 minutes on two cores (sections d and g, bookings
+beside drains in several rounds, take most of it); `--quick` is a smoke
 run of under a minute or so (CI); `--full` adds the table of 10 million slots to
 the growth section.
 """
