@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from slot_expiration.bench.dataset import table_spec
+from slot_expiration.bench.dataset import reference_time, table_spec
 from slot_expiration.bench.plan import TableShape
 from slot_expiration.bench.store import BenchSchemaExistsError, BenchStore
 from slot_expiration.embedded import EmbeddedPostgres
@@ -133,6 +134,35 @@ async def test_expire_oldest_leaves_the_given_number_of_dead_rows_behind(
 ) -> None:
     assert await loaded.expire_oldest(AS_OF, 700) == 700
     assert await loaded.count_due(AS_OF) == SHAPE.due - 700
+
+
+async def test_a_wave_stamped_before_as_of_stays_expired_when_the_backlog_is_put_back(
+    loaded: BenchStore,
+) -> None:
+    await loaded.expire_oldest(AS_OF, 300, stamp=AS_OF - timedelta(seconds=1))
+    await loaded.bare_batch(AS_OF, 500)
+
+    put_back = await loaded.reset_backlog(AS_OF)
+
+    assert put_back == 500
+    assert await loaded.count_due(AS_OF) == SHAPE.due - 300
+
+
+async def test_the_single_statement_expires_every_row_due_now_once_and_nothing_else(
+    store: BenchStore,
+) -> None:
+    as_of = reference_time(datetime.now(UTC))  # the statement runs on the database's clock
+    await store.load_slots(table_spec(SHAPE, as_of))
+    before = await store.count_by_status()
+
+    expired = await store.expire_all_due()
+
+    assert expired == SHAPE.due
+    assert await store.count_due(as_of) == 0
+    assert await store.drained(as_of) == (SHAPE.due, 0)
+    after = await store.count_by_status()
+    assert after["Expired"] - before["Expired"] == SHAPE.due
+    assert after["Booked"] == before["Booked"]
 
 
 async def test_explain_shows_the_executed_plan_and_changes_nothing(

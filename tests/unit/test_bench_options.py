@@ -13,6 +13,7 @@ from slot_expiration.bench.options import (
     WorkerTuning,
     bench_options,
     check_json_out,
+    check_server_settings,
     check_url,
     choose_mode,
     parse_sections,
@@ -34,16 +35,16 @@ def test_quick_and_full_together_are_refused() -> None:
 
 def test_sections_default_to_all_in_the_order_a_run_measures_them() -> None:
     assert parse_sections(None) == tuple(Section)
-    assert [s.value for s in parse_sections(None)] == ["a", "b", "c", "d", "f", "e"]
+    assert [s.value for s in parse_sections(None)] == ["a", "b", "c", "d", "g", "f", "e"]
 
 
 def test_chosen_sections_keep_the_run_order_and_ignore_case_spaces_and_repeats() -> None:
     assert parse_sections("e, A,c,a") == (Section.BATCH, Section.PARALLEL, Section.GROWTH)
 
 
-@pytest.mark.parametrize("text", ["g", "a,,b", "", "ab"])
+@pytest.mark.parametrize("text", ["h", "a,,b", "", "ab"])
 def test_an_unknown_section_is_refused_naming_the_choices(text: str) -> None:
-    with pytest.raises(BenchOptionsError, match=r"--sections: .*choose from a, b, c, d, e, f"):
+    with pytest.raises(BenchOptionsError, match=r"--sections: .*choose from a, b, c, d, e, f, g"):
         parse_sections(text)
 
 
@@ -119,3 +120,36 @@ def test_the_command_of_a_default_run_is_the_bare_command() -> None:
     options = BenchOptions(Mode.DEFAULT, tuple(Section), DEFAULT_JSON_OUT, None)
 
     assert reproduce_command(options) == "slot-expiration bench"
+
+
+def test_server_settings_are_name_value_pairs_each_name_once() -> None:
+    given = ("wal_compression=on", "max_wal_size=1GB")
+
+    assert check_server_settings(given, given_database=False) == given
+    for bad in ("wal_compression", "=on", "Wal=on", "wal_compression= "):
+        with pytest.raises(BenchOptionsError, match="is not NAME=VALUE"):
+            check_server_settings((bad,), given_database=False)
+    with pytest.raises(BenchOptionsError, match="wal_compression given twice"):
+        check_server_settings(("wal_compression=on", "wal_compression=off"), given_database=False)
+
+
+def test_server_settings_are_for_the_embedded_server_only() -> None:
+    with pytest.raises(BenchOptionsError, match="embedded server only"):
+        bench_options(
+            quick=True,
+            full=False,
+            sections=None,
+            json_out=None,
+            database_url="postgresql://u:pw@h/db",
+            server_setting=("wal_compression=on",),
+        )
+
+
+def test_the_command_names_the_server_settings_given() -> None:
+    options = BenchOptions(
+        Mode.DEFAULT, (Section.BOOKING,), DEFAULT_JSON_OUT, None, server_settings=("a=1", "b=2")
+    )
+
+    assert reproduce_command(options) == (
+        "slot-expiration bench --sections d --server-setting a=1 --server-setting b=2"
+    )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from slot_expiration.bench.booking_section import booking_variables
+from slot_expiration.bench.beside import booking_variables
 from slot_expiration.bench.pgbench import (
     PgbenchSettings,
     between,

@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slot_expiration.bench.database import bench_url
+from slot_expiration.bench.database import (
+    BENCH_SERVER_SETTINGS,
+    bench_url,
+    reported_settings,
+    server_settings,
+)
 from slot_expiration.bench.dataset import (
     HISTORY_SHARE,
     coprime_stride,
@@ -27,16 +32,38 @@ def test_the_backlog_outlasts_section_a_so_every_timed_batch_is_full(mode: Mode)
 
 
 @pytest.mark.parametrize("mode", list(Mode))
-def test_each_growth_table_has_due_rows_for_its_dead_tuples_and_its_timed_batches(
+def test_each_growth_table_has_due_rows_for_its_wave_and_a_round_and_a_batch_more(
     mode: Mode,
 ) -> None:
     plan = plan_for(mode)
-    for slots in plan.growth.sizes:
+    growth = plan.growth
+    for slots in growth.sizes:
+        shape = growth.shape(slots, plan.batch_size)
+        left_after_wave = shape.due - round(slots * growth.dead_share)
+        # Every timed batch full, and rows left for a plan; between rounds the phase's
+        # rows are put back when the next round would run out.
+        assert left_after_wave >= growth.round_rows(plan.batch_size) + plan.batch_size
+        assert shape.due <= slots * growth.max_due_share
+
+
+def test_the_large_growth_tables_hold_every_phase_without_putting_rows_back() -> None:
+    plan = plan_for(Mode.FULL)
+    whole = 3 * plan.growth.rounds * plan.growth.round_rows(plan.batch_size) + plan.batch_size
+
+    for slots in (1_000_000, 10_000_000):
         shape = plan.growth.shape(slots, plan.batch_size)
-        timed = 3 * plan.growth.rounds * 2 * plan.growth.batches * plan.batch_size
-        left_after_wave = shape.due - round(slots * plan.growth.dead_share)
-        assert left_after_wave > timed  # every timed batch full, and rows left for a plan
-        assert shape.due < slots
+        assert shape.due - round(slots * plan.growth.dead_share) == whole
+
+
+@pytest.mark.parametrize("mode", [Mode.DEFAULT, Mode.FULL])
+def test_growth_phases_take_fifty_batches_and_bookings_five_rounds_by_default(mode: Mode) -> None:
+    plan = plan_for(mode)
+
+    assert plan.growth.samples_per_phase >= 50
+    assert plan.booking.rounds >= 5
+    assert plan.booking.paced_pause_seconds == 0.02
+    assert plan.drain_rate.batch_sizes == (500, 1_000, 2_000, 5_000)
+    assert 2 <= plan.drain_rate.rounds < plan.booking.rounds
 
 
 def test_growth_reaches_ten_million_slots_only_in_the_full_run() -> None:
@@ -57,6 +84,8 @@ def test_the_quick_run_is_smaller_than_the_default_in_every_part() -> None:
 
     assert quick.table.slots < default.table.slots
     assert quick.booking.seconds < default.booking.seconds
+    assert quick.booking.rounds <= default.booking.rounds
+    assert quick.growth.samples_per_phase < default.growth.samples_per_phase
     assert quick.batch_section_rows < default.batch_section_rows
 
 
@@ -94,6 +123,22 @@ def test_bench_url_puts_the_benchmark_schema_first_on_the_search_path() -> None:
     parts = urlsplit(url)
     assert parts.netloc == "u:pw@h:5432"
     assert parse_qs(parts.query) == {"options": ["-c search_path=slot_expiration_bench"]}
+
+
+def test_a_server_setting_given_replaces_the_benchmarks_own_of_that_name() -> None:
+    settings = server_settings(("max_wal_size=1GB", "wal_compression=on"))
+
+    assert "max_wal_size=8GB" not in settings
+    assert settings[-2:] == ("max_wal_size=1GB", "wal_compression=on")
+    assert "shared_buffers=1GB" in settings
+    assert server_settings() == BENCH_SERVER_SETTINGS
+
+
+def test_the_report_names_the_settings_given_beside_its_own() -> None:
+    names = reported_settings(("commit_siblings=10",))
+
+    assert {"commit_siblings", "wal_compression", "full_page_writes"} <= set(names)
+    assert list(names) == sorted(names)
 
 
 def test_bench_url_keeps_the_other_parameters_and_options() -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slot_expiration.bench.stats import Distribution, percentile, rate, ratio
+from slot_expiration.bench.stats import Distribution, Spread, percentile, rate, ratio
 
 SAMPLES = st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=1)
 
@@ -68,3 +68,34 @@ def test_ratio_divides_and_has_none_for_a_zero_reference() -> None:
 def test_rate_is_items_per_second_and_zero_without_time() -> None:
     assert rate(200_000, 8.0) == 25_000
     assert rate(10, 0.0) == 0.0
+
+
+def test_a_spread_of_rounds_gives_the_median_the_range_and_the_quartiles() -> None:
+    spread = Spread.of([1.2, 0.9, 1.0, 1.5, 1.1])
+
+    assert spread is not None
+    assert spread.median == pytest.approx(1.1)
+    assert (spread.minimum, spread.maximum) == (0.9, 1.5)
+    assert spread.q1 == pytest.approx(1.0)
+    assert spread.q3 == pytest.approx(1.2)
+    assert spread.values == (1.2, 0.9, 1.0, 1.5, 1.1)
+    assert spread.describe() == "1.10 (0.90-1.50 over 5 rounds)"
+
+
+def test_a_spread_leaves_out_rounds_without_a_value_and_of_none_is_none() -> None:
+    one = Spread.of([None, 1.25])
+
+    assert one is not None
+    assert (one.median, one.q1, one.q3, one.values) == (1.25, 1.25, 1.25, (1.25,))
+    assert one.describe() == "1.25 (1 round)"
+    assert Spread.of([None]) is None
+    assert Spread.of([]) is None
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=1))
+def test_a_spread_orders_its_figures(values: list[float]) -> None:
+    spread = Spread.of(values)
+
+    assert spread is not None
+    ordered = [spread.minimum, spread.q1, spread.median, spread.q3, spread.maximum]
+    assert all(a <= b or math.isclose(a, b, rel_tol=1e-12) for a, b in itertools.pairwise(ordered))

@@ -96,13 +96,14 @@ async def measure_batches(ctx: BenchContext) -> BatchComparison:
 
 
 async def alternate(
-    ctx: BenchContext, rounds: int, batches: int
+    ctx: BenchContext, rounds: int, batches: int, first: int = 0
 ) -> tuple[BatchRecorder, list[float]]:
     """Rounds of one worker drain cycle of `batches` batches and as many bare batches,
-    the worker first in the first round, then turn about; every batch must be full."""
+    the worker first in even rounds (counted from `first`), the bare ones in odd rounds;
+    every batch must be full."""
     drain = ctx.worker_options(batches)
     recorder, bare_ms = BatchRecorder(), []
-    for number in range(rounds):
+    for number in range(first, first + rounds):
         if number % 2:
             bare_ms += await _bare(ctx, batches)
         await worker_cycle(drain, ctx.as_of, recorder)

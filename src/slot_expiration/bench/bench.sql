@@ -21,6 +21,14 @@ SET status = 'Expired', updated_at = %(as_of)s, version = s.version + 1
 FROM picked
 WHERE s.id = picked.id;
 
+-- name: bench_expire_all_due
+-- The single statement: every due Available slot expired at once, in one
+-- transaction, as a pg_cron job would do it on the database's clock (no
+-- batches, no quarantine, no skipped rows). Section g's reference rate.
+UPDATE availability_slots
+SET status = 'Expired', updated_at = now(), version = version + 1
+WHERE status = 'Available' AND start_at <= now();
+
 -- name: bench_create_schema
 CREATE SCHEMA slot_expiration_bench;
 
@@ -115,9 +123,10 @@ ALTER TABLE availability_slots RESET (autovacuum_enabled);
 
 -- name: bench_expire_oldest
 -- Expire the `count` oldest due rows in one statement: the dead tuples a long
--- run of expiries leaves behind in the index range the worker scans.
+-- run of expiries leaves behind in the index range the worker scans. They are
+-- stamped `stamp`: before AsOf, bench_reset_backlog leaves them expired.
 UPDATE availability_slots
-SET status = 'Expired', updated_at = %(as_of)s, version = version + 1
+SET status = 'Expired', updated_at = %(stamp)s, version = version + 1
 WHERE id IN (
     SELECT id FROM availability_slots
     WHERE status = 'Available' AND start_at <= %(as_of)s

@@ -23,6 +23,28 @@ class BenchError(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerPace:
+    """The batch size and pause of a worker process's drain.
+
+    `drain_batch_size_flag`: the worker has `--drain-batch-size` (the size of a drain's
+    batches after the first): the drain is asked for with it, the first batch keeping
+    the run's `--batch-size`; without it, `--batch-size` is the drain's size throughout.
+    """
+
+    batch_size: int
+    pause_seconds: float = 0.0
+    drain_batch_size_flag: bool = False
+
+    def size_flags(self, first_batch_size: int) -> tuple[str, ...]:
+        if self.drain_batch_size_flag:
+            return (
+                "--batch-size", str(first_batch_size),
+                "--drain-batch-size", str(self.batch_size),
+            )  # fmt: skip
+        return ("--batch-size", str(self.batch_size))
+
+
+@dataclass(frozen=True, slots=True)
 class Progress:
     """One line on stderr per step, with the time since the run began."""
 
@@ -43,11 +65,16 @@ class BenchContext:
     progress: Progress
     worker: WorkerTuning = field(default_factory=WorkerTuning)
     plans: dict[str, str] = field(default_factory=dict)  # EXPLAIN ANALYZE texts, by occasion
+    # The worker has --drain-batch-size: its processes are given it (processes.py says how
+    # the run knows), equal to --batch-size unless a section asks for another drain size.
+    drain_batch_size_flag: bool = False
 
     def worker_options(self, max_batches: int) -> WorkerOptions:
         return worker_options(self.url, self.plan.batch_size, max_batches, self.worker)
 
-    def drain_once_args(self, lock_timeout_seconds: float) -> tuple[str, ...]:
+    def drain_once_args(
+        self, lock_timeout_seconds: float, pace: WorkerPace | None = None
+    ) -> tuple[str, ...]:
         """`once` draining the whole backlog due at AsOf in one cycle, its result as JSON."""
         args = (
             "once",
@@ -56,18 +83,21 @@ class BenchContext:
             "--max-batches-per-cycle", "0",
             "--lock-timeout-seconds", f"{lock_timeout_seconds:g}",
         )  # fmt: skip
-        return (*args, *self.worker_flags())
+        return (*args, *self.worker_flags(pace))
 
-    def worker_flags(self) -> tuple[str, ...]:
-        """The flags every worker process of the run gets (none from the environment)."""
+    def worker_flags(self, pace: WorkerPace | None = None) -> tuple[str, ...]:
+        """The flags every worker process of the run gets (none from the environment): the
+        run's batch size and pause, or those of `pace`."""
         worker = self.worker
+        pace = pace or WorkerPace(
+            self.plan.batch_size, worker.batch_pause_seconds, self.drain_batch_size_flag
+        )
         prepared = "--" + ("" if worker.prepared_statements else "no-") + "prepared-statements"
         return (
             "--database-url", self.url,
-            "--batch-size", str(self.plan.batch_size),
-            "--drain-batch-size", str(self.plan.batch_size),
+            *pace.size_flags(self.plan.batch_size),
             "--max-cycle-seconds", f"{DRAIN_BUDGET_SECONDS:g}",
-            "--batch-pause-seconds", f"{worker.batch_pause_seconds:g}",
+            "--batch-pause-seconds", f"{pace.pause_seconds:g}",
             prepared,
         )  # fmt: skip
 

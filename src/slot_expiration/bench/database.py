@@ -10,7 +10,7 @@ user names gets that schema for the duration of the run and nothing else.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -35,6 +35,7 @@ BENCH_SERVER_SETTINGS = (
 REPORTED_SETTINGS = (
     "autovacuum",
     "checkpoint_timeout",
+    "commit_delay",
     "fsync",
     "full_page_writes",
     "max_wal_size",
@@ -42,9 +43,24 @@ REPORTED_SETTINGS = (
     "random_page_cost",
     "shared_buffers",
     "synchronous_commit",
+    "wal_buffers",
+    "wal_compression",
     "wal_level",
     "work_mem",
 )
+
+
+def server_settings(overrides: Sequence[str] = ()) -> tuple[str, ...]:
+    """The benchmark's server settings, each `name=value` of `overrides` in place of the
+    benchmark's own of that name."""
+    names = {setting.partition("=")[0] for setting in overrides}
+    kept = [setting for setting in BENCH_SERVER_SETTINGS if setting.partition("=")[0] not in names]
+    return (*kept, *overrides)
+
+
+def reported_settings(overrides: Sequence[str] = ()) -> tuple[str, ...]:
+    given = (setting.partition("=")[0] for setting in overrides)
+    return tuple(sorted({*REPORTED_SETTINGS, *given}))
 
 
 def bench_url(url: str) -> str:
@@ -69,11 +85,13 @@ class BenchDatabase:
 
 
 @asynccontextmanager
-async def bench_database(database_url: str | None) -> AsyncIterator[BenchDatabase]:
+async def bench_database(
+    database_url: str | None, overrides: Sequence[str] = ()
+) -> AsyncIterator[BenchDatabase]:
     """Start (or reach) the server, create and migrate the schema; drop it on the way out."""
     async with AsyncExitStack() as stack:
         if database_url is None:
-            server = EmbeddedPostgres(settings=BENCH_SERVER_SETTINGS)
+            server = EmbeddedPostgres(settings=server_settings(overrides))
             await asyncio.to_thread(server.start)
             stack.callback(server.close)
             base, where, embedded = server.url, f"embedded PostgreSQL on port {server.port}", True

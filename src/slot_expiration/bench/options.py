@@ -7,6 +7,8 @@ up from a deployment's environment.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +42,7 @@ class BenchOptions:
     json_out: Path
     database_url: str | None  # None: a private embedded server
     worker: WorkerTuning = field(default_factory=WorkerTuning)
+    server_settings: tuple[str, ...] = ()  # NAME=VALUE for the embedded server
 
 
 def bench_options(  # noqa: PLR0913 - one keyword per option of the command
@@ -51,14 +54,38 @@ def bench_options(  # noqa: PLR0913 - one keyword per option of the command
     database_url: str | None,
     prepared_statements: bool = False,
     batch_pause_seconds: float | None = None,
+    server_setting: tuple[str, ...] = (),
 ) -> BenchOptions:
+    url = check_url(database_url)
     return BenchOptions(
         mode=choose_mode(quick=quick, full=full),
         sections=parse_sections(sections),
         json_out=check_json_out(json_out),
-        database_url=check_url(database_url),
+        database_url=url,
         worker=WorkerTuning(prepared_statements, batch_pause_seconds or 0.0),
+        server_settings=check_server_settings(server_setting, given_database=url is not None),
     )
+
+
+_SETTING_NAME = re.compile(r"[a-z][a-z0-9_.]*")
+
+
+def check_server_settings(settings: Sequence[str], *, given_database: bool) -> tuple[str, ...]:
+    """`name=value` settings for the embedded server; each name once."""
+    if settings and given_database:
+        raise BenchOptionsError(
+            "--server-setting applies to the embedded server only: set it on the server "
+            "that --database-url names"
+        )
+    names: set[str] = set()
+    for setting in settings:
+        name, equals, value = setting.partition("=")
+        if not equals or not _SETTING_NAME.fullmatch(name) or not value.strip():
+            raise BenchOptionsError(f"--server-setting: {setting!r} is not NAME=VALUE")
+        if name in names:
+            raise BenchOptionsError(f"--server-setting: {name} given twice")
+        names.add(name)
+    return tuple(settings)
 
 
 def choose_mode(*, quick: bool, full: bool) -> Mode:
@@ -114,6 +141,8 @@ def reproduce_command(options: BenchOptions) -> str:
     if options.sections != tuple(Section):
         parts += ["--sections", ",".join(section.value for section in options.sections)]
     parts += options.worker.flags()
+    for setting in options.server_settings:
+        parts += ["--server-setting", setting]
     if options.database_url is not None:
         parts += ["--database-url", f"'{redact_url(options.database_url)}'"]
     if options.json_out != DEFAULT_JSON_OUT:

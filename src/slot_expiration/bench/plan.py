@@ -1,7 +1,8 @@
 """How big each part of a benchmark run is: the quick smoke run, the default run, the full one.
 
-The default run ends in a few minutes on two cores; `--quick` is a smoke run
-of well under a minute (CI); `--full` adds the table of 10 million slots to
+The default run ends in 12-13 minutes on two cores (sections d and g, bookings
+beside drains in several rounds, take most of it); `--quick` is a smoke
+run of under a minute or so (CI); `--full` adds the table of 10 million slots to
 the growth section.
 """
 
@@ -18,12 +19,13 @@ class Mode(StrEnum):
 
 
 class Section(StrEnum):
-    """The sections of issue 8, in the order a run measures them."""
+    """The sections of issues 8 and 15, in the order a run measures them."""
 
     BATCH = "a"  # one batch of 500: worker vs bare statement
     DRAIN = "b"  # draining a backlog: worker vs a loop of the bare statement
     PARALLEL = "c"  # the same drain with 1, 2 and 4 worker processes
-    BOOKING = "d"  # booking latency with and without a worker draining
+    BOOKING = "d"  # booking latency beside the worker's drain, the bare loop's, and none
+    DRAIN_RATE = "g"  # drain rate by batch size: worker, bare loop, one single statement
     MEMORY = "f"  # the worker's resident memory, idle and draining
     GROWTH = "e"  # one batch on ever larger tables, with and without dead tuples
 
@@ -40,14 +42,23 @@ class TableShape:
 
 @dataclass(frozen=True, slots=True)
 class BookingLoad:
-    """The pgbench booking load of section d."""
+    """The pgbench booking load of sections d and g."""
 
-    seconds: float  # how long each pgbench run lasts
-    warmup_seconds: float  # left out of the baseline, and before the worker starts
+    seconds: float  # how long a pgbench run without a drain lasts (at least, with one)
+    warmup_seconds: float  # left out of the baseline, and before a drain starts
     rate_per_second: int  # scheduled bookings per second (pgbench --rate)
     clients: int
     candidates: int  # future Available slots the bookings pick from
-    pairs: int  # runs alone and beside a worker, in turn
+    rounds: int  # d: rounds of (no drain, worker and bare loop, flat out and paced)
+    paced_pause_seconds: float  # d: the pause of the paced drains (unless the run sets one)
+
+
+@dataclass(frozen=True, slots=True)
+class DrainRatePlan:
+    """Section g: drains by batch size, each beside the booking load."""
+
+    batch_sizes: tuple[int, ...]
+    rounds: int  # rounds of (no drain, worker and bare loop at each size, single statement)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +69,28 @@ class GrowthPlan:
     batches: int
     consultants: int
     tenants: int
+    max_due_share: float = 0.6  # of a table, due at most (the rest history and future)
 
-    def reserve(self, batch_size: int) -> int:
-        """Due rows the three measured phases consume (clean, dead, vacuumed), and one
-        batch more, so that the plan read after the last phase still has rows to take."""
-        return (3 * self.rounds * 2 * self.batches + 1) * batch_size
+    def round_rows(self, batch_size: int) -> int:
+        """Due rows one round takes: its worker batches and as many bare ones."""
+        return 2 * self.batches * batch_size
+
+    def reserve(self, slots: int, batch_size: int) -> int:
+        """Due rows besides the wave: the three measured phases (clean, dead, vacuumed) and
+        one batch more for the plans read after a phase, or, where the table cannot hold
+        that many, what it can (a phase then puts the rows its batches expired back
+        between rounds: see growth_section)."""
+        whole = 3 * self.rounds * self.round_rows(batch_size) + batch_size
+        room = round(slots * self.max_due_share) - round(slots * self.dead_share)
+        return min(whole, room)
 
     def shape(self, slots: int, batch_size: int) -> TableShape:
-        due = round(slots * self.dead_share) + self.reserve(batch_size)
+        due = round(slots * self.dead_share) + self.reserve(slots, batch_size)
         return TableShape(slots, min(due, slots), self.consultants, self.tenants)
+
+    @property
+    def samples_per_phase(self) -> int:
+        return self.rounds * self.batches
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +103,7 @@ class BenchPlan:
     statement_batches: int  # section a: the worker's statement alone, each beside a bare one
     processes: tuple[int, ...]
     booking: BookingLoad
+    drain_rate: DrainRatePlan
     growth: GrowthPlan
     idle_seconds: float  # section f: how long the idle worker is watched
     batch_size: int = 500
@@ -109,18 +134,20 @@ _DEFAULT = BenchPlan(
     statement_batches=50,
     processes=(1, 2, 4),
     booking=BookingLoad(
-        seconds=12,
+        seconds=10,
         warmup_seconds=2,
         rate_per_second=200,
         clients=4,
         candidates=100_000,
-        pairs=2,
+        rounds=5,
+        paced_pause_seconds=0.02,
     ),
+    drain_rate=DrainRatePlan(batch_sizes=(500, 1_000, 2_000, 5_000), rounds=2),
     growth=GrowthPlan(
         sizes=(100_000, 1_000_000),
         dead_share=0.2,
-        rounds=2,
-        batches=6,
+        rounds=5,
+        batches=10,
         consultants=2_000,
         tenants=200,
     ),
@@ -143,13 +170,15 @@ _PLANS = {
         statement_batches=5,
         processes=(1, 2, 4),
         booking=BookingLoad(
-            seconds=4,
+            seconds=3,
             warmup_seconds=1,
             rate_per_second=100,
             clients=2,
             candidates=5_000,
-            pairs=1,
+            rounds=1,
+            paced_pause_seconds=0.02,
         ),
+        drain_rate=DrainRatePlan(batch_sizes=(500, 2_000), rounds=1),
         growth=GrowthPlan(
             sizes=(20_000, 50_000),
             dead_share=0.2,

@@ -8,22 +8,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slot_expiration.bench.batch_section import BatchComparison
+from slot_expiration.bench.beside import Condition
 from slot_expiration.bench.booking_section import BookingInterference
 from slot_expiration.bench.dataset import LoadedTable
+from slot_expiration.bench.drain_rate_section import BatchSizeDrains, DrainRates
 from slot_expiration.bench.drain_section import DrainComparison
 from slot_expiration.bench.growth_section import Growth, GrowthPoint
 from slot_expiration.bench.memory_section import MemoryProfile
 from slot_expiration.bench.options import WorkerTuning
 from slot_expiration.bench.parallel_section import ParallelDrain
-from slot_expiration.bench.stats import Distribution, ratio
+from slot_expiration.bench.stats import Distribution, Spread, ratio
 from slot_expiration.bench.targets import (
     BATCH_RATIO,
     BOOKING_P99,
+    DRAIN_RATE,
     DRAIN_RATIO,
     GROWTH_RATIO,
     GROWTH_REFERENCE_SLOTS,
     GROWTH_TARGET_SLOTS,
     IDLE_MEMORY,
+    STATEMENT_RATIO,
+    Target,
     TargetCheck,
 )
 
@@ -60,6 +65,7 @@ class RunFacts:
     load_before_run: tuple[float, float, float]  # 1, 5, 15 minutes: the machine's own load
     cpu_busy_before_run: float  # share of all CPUs busy (others' work) just before the run
     conditions: dict[str, Conditions]  # per section
+    server_overrides: tuple[str, ...] = ()  # --server-setting NAME=VALUE, as given
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +74,7 @@ class BenchResults:
     drain: DrainComparison | None = None
     parallel: tuple[ParallelDrain, ...] | None = None
     booking: BookingInterference | None = None
+    drain_rate: DrainRates | None = None
     memory: MemoryProfile | None = None
     growth: Growth | None = None
     plans: dict[str, str] = field(default_factory=dict)
@@ -81,23 +88,34 @@ class BenchReport:
     def checks(self) -> list[TargetCheck]:
         r = self.results
         absent = "section not run"
+        a, d, g = r.batch, r.booking, r.drain_rate
+        statement = ratio(a.statement_only.median, a.statement_bare.median) if a else None
         return [
-            BATCH_RATIO.check(r.batch.median_ratio if r.batch else None, absent),
+            BATCH_RATIO.check(a.median_ratio if a else None, absent),
+            STATEMENT_RATIO.check(statement, absent),
             DRAIN_RATIO.check(r.drain.time_ratio if r.drain else None, absent),
-            BOOKING_P99.check(r.booking.p99_ratio if r.booking else None, absent),
-            GROWTH_RATIO.check(*growth_target_value(r.growth)),
+            BOOKING_P99.check(_median(d.flat_p99_ratio) if d else None, absent),
+            growth_check(r.growth),
             IDLE_MEMORY.check(r.memory.idle_mb if r.memory else None, absent),
+            DRAIN_RATE.check(_median(g.best_vs_single) if g else None, absent),
         ]
 
 
-def growth_target_value(growth: Growth | None) -> tuple[float | None, str]:
+def _median(spread: Spread | None) -> float | None:
+    return spread.median if spread is not None else None
+
+
+def growth_check(growth: Growth | None) -> TargetCheck:
+    """One batch at 10 million slots / at 100 thousand, clean, with the samples behind it."""
     if growth is None:
-        return None, "section not run"
+        return GROWTH_RATIO.check(None, "section not run")
     by_size = {point.slots: point for point in growth.points}
     reference, target = by_size.get(GROWTH_REFERENCE_SLOTS), by_size.get(GROWTH_TARGET_SLOTS)
     if reference is None or target is None:
-        return None, "needs --full for 10 million slots"
-    return target.clean.worker.median / reference.clean.worker.median, ""
+        return GROWTH_RATIO.check(None, "needs --full for 10 million slots")
+    samples = min(target.clean.worker.count, reference.clean.worker.count)
+    value = ratio(target.clean.worker.median, reference.clean.worker.median)
+    return GROWTH_RATIO.check(value, "no time at 100 thousand slots", samples)
 
 
 # --- Markdown -----------------------------------------------------------------------------
@@ -113,7 +131,12 @@ def render_markdown(report: BenchReport) -> str:
         "",
         f"`{facts.command}` on {facts.database} (PostgreSQL {facts.server_version}), "
         f"{facts.cpus} CPUs, {facts.seconds:.0f} s, started {facts.started_at}; the worker's "
-        f"server-side prepared statements {prepared}, {paced}.",
+        f"server-side prepared statements {prepared}, {paced}"
+        + (
+            f"; server settings given: {', '.join(facts.server_overrides)}."
+            if facts.server_overrides
+            else "."
+        ),
         "",
         _row(HEADER),
         _row(tuple("---" for _ in HEADER)),
@@ -148,21 +171,23 @@ Row = tuple[str, str, str, str, str, str, str]
 
 
 def table_rows(report: BenchReport) -> list[Row]:
-    checks = {check.target.section: check for check in report.checks()}
+    checks: dict[Target, TargetCheck] = {check.target: check for check in report.checks()}
     r = report.results
     rows: list[Row] = []
     if r.batch:
-        rows += _batch_rows(r.batch, checks["a"])
+        rows += _batch_rows(r.batch, checks[BATCH_RATIO], checks[STATEMENT_RATIO])
     if r.drain:
-        rows += _drain_rows(r.drain, checks["b"])
+        rows += _drain_rows(r.drain, checks[DRAIN_RATIO])
     if r.parallel:
         rows += _parallel_rows(r.parallel)
     if r.booking:
-        rows += _booking_rows(r.booking, checks["d"])
+        rows += _booking_rows(r.booking, checks[BOOKING_P99])
+    if r.drain_rate:
+        rows += _drain_rate_rows(r.drain_rate, checks[DRAIN_RATE])
     if r.growth:
-        rows += _growth_rows(r.growth, checks["e"])
+        rows += _growth_rows(r.growth, checks[GROWTH_RATIO])
     if r.memory:
-        rows += _memory_rows(r.memory, checks["f"])
+        rows += _memory_rows(r.memory, checks[IDLE_MEMORY])
     return rows
 
 
@@ -174,7 +199,17 @@ def _x(value: float | None) -> str:
     return f"{value:.2f}" if value is not None else DASH
 
 
-def _batch_rows(a: BatchComparison, check: TargetCheck) -> Iterator[Row]:
+def _rounds(count: int) -> str:
+    return f"{count} round{'s' if count != 1 else ''}"
+
+
+def _spread(spread: Spread | None) -> str:
+    return spread.describe() if spread is not None else DASH
+
+
+def _batch_rows(
+    a: BatchComparison, check: TargetCheck, statement_check: TargetCheck
+) -> Iterator[Row]:
     yield (
         "a. one batch of 500",
         f"inside drain cycles ({a.worker.count} batches each)",
@@ -191,8 +226,8 @@ def _batch_rows(a: BatchComparison, check: TargetCheck) -> Iterator[Row]:
         f"statement {_ms(a.statement_only)}",
         f"bare {_ms(a.statement_bare)}",
         _x(ratio(a.statement_only.median, a.statement_bare.median)),
-        DASH,
-        DASH,
+        statement_check.target.describe(),
+        statement_check.describe(),
     )
     later = f" / {a.later_batches.median:.2f}" if a.later_batches else ""
     yield (
@@ -253,39 +288,110 @@ def _parallel_rows(drains: tuple[ParallelDrain, ...]) -> Iterator[Row]:
 
 
 def _booking_rows(d: BookingInterference, check: TargetCheck) -> Iterator[Row]:
-    w, wo = d.with_worker, d.without_worker
-    pairs = f"{d.pairs} pair{'s' if d.pairs > 1 else ''} of runs"
-    load = f"{d.rate_per_second}/s, {d.clients} clients, {pairs}"
+    none = d.no_drain.latency.latency_ms
+    label = "d. bookings beside a drain"
     yield (
-        "d. booking latency",
-        f"p50 ({load})",
-        f"with worker {w.latency_ms.median:.2f} ms ({w.bookings} bookings)",
-        f"without {wo.latency_ms.median:.2f} ms ({wo.bookings} bookings)",
-        _x(d.p50_ratio),
+        label,
+        f"no drain ({d.rate_per_second}/s, {d.clients} clients, {_rounds(d.rounds)})",
+        f"p50 {none.median:.2f} ms, p99 {none.p99:.2f} ms ({none.count:,} bookings)",
+        f"p99 by round {_spread(d.no_drain.p99_ms)} ms",
+        DASH,
         DASH,
         DASH,
     )
+    for c in d.drains:
+        yield _beside_row(label, c, f"{c.label}: p99 / no drain", f"no drain p99 {none.p99:.2f} ms")
+    for pace, spread, worker, bare in (
+        ("flat out", d.flat_p99_ratio, d.worker_flat, d.bare_flat),
+        (f"paced {d.pause_seconds:g} s", d.paced_p99_ratio, d.worker_paced, d.bare_paced),
+    ):
+        flat = pace == "flat out"
+        yield (
+            label,
+            f"p99 beside the worker / beside the bare loop, {pace}",
+            f"worker p99 {worker.p99_ms.median:.2f} ms (median of rounds)",
+            f"bare loop p99 {bare.p99_ms.median:.2f} ms",
+            _spread(spread),
+            check.target.describe() if flat else DASH,
+            check.describe() if flat else DASH,
+        )
+
+
+def _beside_row(label: str, c: Condition, measure: str, compared: str) -> Row:
+    """A drain beside the bookings: the bookings' latency, the drain's rate and batches."""
+    lat = c.latency.latency_ms
+    rate = f"; drain {c.rows_per_second.median:,.0f} rows/s" if c.rows_per_second else ""
+    batches = f"; batches {_p99_max(c.batch_ms)}" if c.batch_ms else ""
+    p50 = c.p50_vs_none.median if c.p50_vs_none else None
+    return (
+        label,
+        measure,
+        f"p50 {lat.median:.2f} ms, p99 {lat.p99:.2f} ms{rate}{batches}",
+        compared,
+        f"p99 {_spread(c.p99_vs_none)}; p50 {_x(p50)}",
+        DASH,
+        DASH,
+    )
+
+
+def _drain_rate_rows(g: DrainRates, check: TargetCheck) -> Iterator[Row]:
+    label, single = "g. drain rate", g.single
+    none = g.no_drain.latency.latency_ms
+    yield _beside_row(
+        label,
+        single,
+        f"single statement, {g.backlog:,} rows in one UPDATE: bookings p99 / no drain",
+        f"no drain p99 {none.p99:.2f} ms",
+    )
+    for size in g.sizes:
+        yield _size_row(label, size)
+    best = g.best
     yield (
-        "d. booking latency",
-        f"p99 ({load})",
-        f"with worker {w.latency_ms.p99:.2f} ms (worker {d.worker_rows_per_second:,.0f} rows/s)",
-        f"without {wo.latency_ms.p99:.2f} ms",
-        f"{_x(d.p99_ratio)} (each pair: {', '.join(_x(r) for r in d.pair_p99_ratios)})",
+        label,
+        f"best drain batch ({best.batch_size:,} rows) / single statement",
+        f"worker {_rate(best.worker)} rows/s",
+        f"single statement {_rate(single)} rows/s",
+        _spread(g.best_vs_single),
         check.target.describe(),
         check.describe(),
     )
+
+
+def _size_row(label: str, s: BatchSizeDrains) -> Row:
+    w, b = s.worker, s.bare
+    batch = f", batches {_p99_max(w.batch_ms)}" if w.batch_ms else ""
+    return (
+        label,
+        f"{s.batch_size:,} rows a batch: rate / single statement's; bookings p99 / no drain",
+        f"worker {_rate(w)} rows/s{batch}; p99 {_spread(w.p99_vs_none)}",
+        f"bare loop {_rate(b)} rows/s; p99 {_spread(b.p99_vs_none)}",
+        f"worker {_spread(s.worker_vs_single)}; bare {_spread(s.bare_vs_single)}",
+        DASH,
+        DASH,
+    )
+
+
+def _p99_max(d: Distribution) -> str:
+    return f"p99 {d.p99:.0f} ms, max {d.maximum:.0f} ms"
+
+
+def _rate(c: Condition) -> str:
+    return f"{c.rows_per_second.median:,.0f}" if c.rows_per_second else DASH
 
 
 def _growth_rows(e: Growth, check: TargetCheck) -> Iterator[Row]:
     reference = e.points[0]
     for point in e.points:
         yield from _growth_point_rows(point, reference)
+    largest = e.points[-1]
+    rounds = e.round_ratios
+    spread = f" (rounds {rounds.minimum:.2f}-{rounds.maximum:.2f})" if rounds else ""
     yield (
         "e. growth",
-        "largest vs smallest table, clean worker batch",
-        f"{e.points[-1].slots:,} slots",
-        f"{reference.slots:,} slots",
-        _x(e.largest_vs_smallest),
+        "largest vs smallest table, clean worker batch (median)",
+        f"{largest.slots:,} slots ({largest.clean.worker.count} batches)",
+        f"{reference.slots:,} slots ({reference.clean.worker.count} batches)",
+        _x(e.largest_vs_smallest) + spread,
         check.target.describe(),
         check.describe(),
     )
@@ -365,6 +471,7 @@ def to_json(report: BenchReport) -> dict[str, Any]:
         "d": r.booking,
         "e": r.growth,
         "f": r.memory,
+        "g": r.drain_rate,
     }
     return {
         "run": _plain(report.facts),
@@ -374,6 +481,9 @@ def to_json(report: BenchReport) -> dict[str, Any]:
                 "section": check.target.section,
                 "what": check.target.what,
                 "limit": check.target.limit,
+                "at_least": check.target.at_least,
+                "min_samples": check.target.min_samples,
+                "condition": check.target.condition,
                 "goal": check.target.goal,
                 "value": check.value,
                 "verdict": check.verdict.value,
@@ -399,4 +509,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-_DERIVED = {"ParallelDrain": ("exactly_once",), "Growth": ("largest_vs_smallest",)}
+_DERIVED = {
+    "ParallelDrain": ("exactly_once",),
+    "Growth": ("largest_vs_smallest", "round_ratios"),
+    "BookingInterference": ("slots_booked",),
+    "DrainRates": ("best_batch_size", "best_vs_single"),
+}

@@ -12,8 +12,9 @@ from typing import Any
 from slot_expiration.bench.batch_section import measure_batches
 from slot_expiration.bench.booking_section import measure_bookings
 from slot_expiration.bench.context import BenchContext, Progress
-from slot_expiration.bench.database import REPORTED_SETTINGS, bench_database
+from slot_expiration.bench.database import bench_database, reported_settings
 from slot_expiration.bench.dataset import LoadedTable, load_table, reference_time
+from slot_expiration.bench.drain_rate_section import measure_drain_rates
 from slot_expiration.bench.drain_section import measure_drains
 from slot_expiration.bench.growth_section import measure_growth
 from slot_expiration.bench.machine import cpu_busy
@@ -21,6 +22,7 @@ from slot_expiration.bench.memory_section import measure_memory
 from slot_expiration.bench.options import BenchOptions
 from slot_expiration.bench.parallel_section import measure_parallel
 from slot_expiration.bench.plan import Section, plan_for
+from slot_expiration.bench.processes import drain_batch_size_flag
 from slot_expiration.bench.report import BenchReport, BenchResults, Conditions, RunFacts
 from slot_expiration.bench.store import BenchStore
 
@@ -30,6 +32,7 @@ _RESULT_FIELD = {
     Section.DRAIN: "drain",
     Section.PARALLEL: "parallel",
     Section.BOOKING: "booking",
+    Section.DRAIN_RATE: "drain_rate",
     Section.MEMORY: "memory",
     Section.GROWTH: "growth",
 }
@@ -38,6 +41,7 @@ _MEASURE: dict[Section, Callable[[BenchContext], Awaitable[Any]]] = {
     Section.DRAIN: measure_drains,
     Section.PARALLEL: measure_parallel,
     Section.BOOKING: measure_bookings,
+    Section.DRAIN_RATE: measure_drain_rates,
     Section.MEMORY: measure_memory,
     Section.GROWTH: measure_growth,
 }
@@ -47,7 +51,7 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
     load_before = os.getloadavg()
     busy_before = await cpu_busy(BUSY_SAMPLE_SECONDS)
     started_at, started = datetime.now(UTC), time.monotonic()
-    async with bench_database(options.database_url) as database:
+    async with bench_database(options.database_url, options.server_settings) as database:
         progress(f"on {database.where}: schema slot_expiration_bench created")
         async with BenchStore.connect(database.url) as store:
             ctx = BenchContext(
@@ -57,6 +61,7 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 store=store,
                 progress=progress,
                 worker=options.worker,
+                drain_batch_size_flag=await drain_batch_size_flag(),
             )
             table = await _prepare(ctx, options.sections)
             try:
@@ -73,13 +78,16 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 cpus=os.cpu_count() or 0,
                 as_of=ctx.as_of.isoformat(),
                 server_version=await store.server_version(),
-                server_settings=await store.server_settings(REPORTED_SETTINGS),
+                server_settings=await store.server_settings(
+                    reported_settings(options.server_settings)
+                ),
                 table=table,
                 worker=options.worker,
                 checkpoint_before_sections=store.can_checkpoint,
                 load_before_run=load_before,
                 cpu_busy_before_run=busy_before,
                 conditions=conditions,
+                server_overrides=options.server_settings,
             )
     facts = replace(facts, seconds=time.monotonic() - started)
     return BenchReport(facts, replace(results, plans=ctx.plans))
@@ -107,7 +115,7 @@ async def _prepare(ctx: BenchContext, sections: tuple[Section, ...]) -> LoadedTa
     ):
         await ctx.explain(occasion, statement)
     await ctx.store.vacuum_analyze()  # the explained, rolled-back updates left dead tuples
-    if Section.BOOKING in sections:
+    if {Section.BOOKING, Section.DRAIN_RATE} & set(sections):
         await ctx.store.create_booking_candidates()
     return table
 

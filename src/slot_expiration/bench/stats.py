@@ -60,3 +60,47 @@ def ratio(measured: float, reference: float) -> float | None:
 def rate(count: int, seconds: float) -> float:
     """Items per second; zero when no time passed."""
     return count / seconds if seconds > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """A figure measured once per round: its median over the rounds, and how far it ranged.
+
+    The quartiles are the standard library's (inclusive method); with fewer than two
+    values they are the value itself.
+    """
+
+    median: float
+    minimum: float
+    maximum: float
+    q1: float
+    q3: float
+    values: tuple[float, ...]  # each round's, in the order the rounds ran
+
+    @classmethod
+    def of(cls, values: Sequence[float | None]) -> Spread | None:
+        """The spread of the rounds' values, leaving out those that could not be computed
+        (None: a zero reference); None if none could."""
+        kept = [float(v) for v in values if v is not None]
+        if not kept:
+            return None
+        q1, q3 = (
+            statistics.quantiles(kept, n=4, method="inclusive")[::2]
+            if len(kept) > 1
+            else (kept[0], kept[0])
+        )
+        return cls(
+            median=float(statistics.median(kept)),
+            minimum=min(kept),
+            maximum=max(kept),
+            q1=q1,
+            q3=q3,
+            values=tuple(kept),
+        )
+
+    def describe(self) -> str:
+        """`1.05 (0.98-1.12 over 5 rounds)`, or `1.05 (1 round)`."""
+        rounds = len(self.values)
+        if rounds == 1:
+            return f"{self.median:.2f} (1 round)"
+        return f"{self.median:.2f} ({self.minimum:.2f}-{self.maximum:.2f} over {rounds} rounds)"

@@ -150,8 +150,13 @@ class BenchStore:
     async def autovacuum(self, *, enabled: bool) -> None:
         await self._execute("bench_autovacuum_default" if enabled else "bench_autovacuum_off")
 
-    async def expire_oldest(self, as_of: datetime, count: int) -> int:
-        return await self._rowcount("bench_expire_oldest", {"as_of": as_of, "count": count})
+    async def expire_oldest(
+        self, as_of: datetime, count: int, stamp: datetime | None = None
+    ) -> int:
+        """Expire the `count` oldest due rows, stamped `stamp` (AsOf by default: a stamp
+        before AsOf keeps them expired through reset_backlog)."""
+        params = {"as_of": as_of, "count": count, "stamp": stamp or as_of}
+        return await self._rowcount("bench_expire_oldest", params)
 
     async def reset_backlog(self, since: datetime) -> int:
         return await self._rowcount("bench_reset_backlog", {"since": since})
@@ -176,6 +181,10 @@ class BenchStore:
     async def bare_batch(self, as_of: datetime, batch_size: int) -> int:
         """One bare batch in its own transaction (autocommit: one round trip)."""
         return await self._rowcount("bench_bare_batch", {"as_of": as_of, "batch_size": batch_size})
+
+    async def expire_all_due(self) -> int:
+        """The single statement: every due row expired in one transaction (now())."""
+        return await self._rowcount("bench_expire_all_due")
 
     async def worker_statement(self, as_of: datetime, now: datetime, batch_size: int) -> int:
         """The worker's own batch statement (expire_batch) sent alone, in autocommit: the

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 @click.option(
     "--sections",
     metavar="LIST",
-    help="Only these sections, comma-separated, of a,b,c,d,e,f. [default: all]",
+    help="Only these sections, comma-separated, of a,b,c,d,e,f,g. [default: all]",
 )
 @click.option(
     "--json-out",
@@ -60,9 +60,17 @@ if TYPE_CHECKING:
     type=click.FloatRange(min=0, max=60),
     help="Run the worker with this --batch-pause-seconds (drain pacing), 0..60. [default: 0]",
 )
+@click.option(
+    "--server-setting",
+    metavar="NAME=VALUE",
+    multiple=True,
+    help="A setting of the embedded server, over the benchmark's own (repeatable), e.g. "
+    "wal_compression=on. Not with --database-url.",
+)
 def bench(**given: Any) -> None:
     """Benchmark the worker: a. one batch vs the bare statement, b. a drain, c. 1/2/4
-    processes, d. booking latency beside a drain (pgbench), e. growth to 10M slots, f. memory.
+    processes, d. booking latency beside the worker's drain and the bare loop's (pgbench),
+    e. growth to 10M slots, f. memory, g. drain rate by batch size vs one single statement.
 
     Targets are printed next to the results, met or not.
     """
