@@ -158,8 +158,8 @@ class CycleOptions(DatabaseOptions):
             ge=1,
             le=10_000,
             description="Drain mode: rows per batch after a cycle's first, which keeps "
-            "--batch-size: larger batches drain a backlog faster at the same booking "
-            "latency (docs/benchmarks.md, section g).",
+            "--batch-size: larger batches drain a backlog faster, each holding its row "
+            "locks longer (docs/benchmarks.md, section g).",
         ),
     ] = DEFAULT_DRAIN_BATCH_SIZE
     batch_pause_seconds: Annotated[
