@@ -38,8 +38,8 @@ _SELECTORS = re.compile(r"(?<![\w:])([A-Za-z_:][\w:]*)\s*(\{[^}]*\})?(?!\s*\()")
 _KEYWORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan"}
 ALL = dict.fromkeys(TEMPLATE_VARIABLES, ".*")
 CYCLE_SECONDS = 300
-SELECTED = {"namespace": "calendar", "job": "slot-expiration", "instance": "10.0.0.7:9464"}
-SELECTED_LABELS = 'namespace="calendar",job="slot-expiration",instance="10.0.0.7:9464"'
+SELECTED = {"namespace": "calendar", "job": "slot-expiration", "instance": "127.0.0.1:9464"}
+SELECTED_LABELS = 'namespace="calendar",job="slot-expiration",instance="127.0.0.1:9464"'
 
 
 def as_promql(expression: str) -> str:
@@ -175,7 +175,7 @@ def test_every_expression_names_only_metrics_the_worker_exports(expression: str)
 
 def test_a_chosen_replica_is_written_as_grafana_escapes_it_for_prometheus() -> None:
     assert regex_value([]) == ".*"
-    assert regex_value(["10.0.0.7:9464"]) == r"10\\.0\\.0\\.7:9464"
+    assert regex_value(["127.0.0.1:9464"]) == r"127\\.0\\.0\\.1:9464"
     assert regex_value(["a", "b"]) == "(a|b)"
 
 
