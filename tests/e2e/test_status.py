@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -248,26 +249,54 @@ def _misconfigured_cycle_recorded(db: SlotDatabase) -> Callable[[], Awaitable[bo
     return recorded
 
 
-async def test_check_warns_of_a_backlog_above_5000_and_of_a_quarantined_slot(
+async def test_check_warns_of_a_backlog_above_5000_not_coming_down_and_of_an_hour_in_quarantine(
     db: SlotDatabase, secret_url: str
 ) -> None:
     now = datetime.now(UTC)
     poison = await _seed_backlog_and_a_poison_slot(db, now)
     await run_command("once", "--batch-size", "1", "--database-url", secret_url)
     await db.conn.execute(BACKLOG, {"now": now, "count": 5_001})  # a success, then a wave
+    fresh = await run_command("status", "--check", "--database-url", secret_url)
+    await db.conn.execute(QUARANTINED_AN_HOUR_AGO)
 
     done = await run_command("status", "--check", "--database-url", secret_url)
     as_json = await run_command("status", "--check", "--json", "--database-url", secret_url)
 
+    backlog = r"WARNING: backlog 5003 > 5000, not down from 2 \d+s ago"
+    assert re.fullmatch(backlog, fresh.stdout.strip()), fresh.describe()  # quarantined now
     assert done.returncode == 1, done.describe()
-    assert done.stdout.splitlines() == ["WARNING: backlog 5003 > 5000; 1 slot in quarantine"]
+    assert re.fullmatch(f"{backlog}; 1 slot in quarantine, for 1h 0m", done.stdout.strip())
     check = json.loads(as_json.stdout)["check"]
     assert (check["level"], check["exit_code"]) == ("WARNING", 1)
     assert as_json.returncode == 1
     parked = await run_command("quarantine", "park", poison, "--database-url", secret_url)
     assert parked.returncode == 0, parked.describe()
     again = await run_command("status", "--check", "--database-url", secret_url)
-    assert again.stdout.splitlines() == ["WARNING: backlog 5003 > 5000"]  # parked: left out
+    assert re.fullmatch(backlog, again.stdout.strip()), again.describe()  # parked: left out
+
+
+async def test_check_is_quiet_on_a_backlog_above_5000_coming_down(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    now = datetime.now(UTC)
+    await record_cycle(
+        Housekeeping(db.url, timedelta(days=14)),
+        cycle_record(now - timedelta(minutes=35), instance="worker-a", backlog=7_000),
+    )
+    await db.conn.execute(BACKLOG, {"now": now, "count": 5_003})
+    once = await run_command("once", "--batch-size", "1", "--database-url", secret_url)
+    assert once.returncode == 0, once.describe()
+
+    done = await run_command("status", "--check", "--database-url", secret_url)
+
+    assert done.returncode == 0, done.describe()  # 5,002 left, 7,000 half an hour before
+    assert done.stdout.strip().endswith("; backlog 5002; quarantine empty")
+
+
+# The poison slot's entry, failing since an hour ago: SlotExpirationItemErrors' `for: 1h`.
+QUARANTINED_AN_HOUR_AGO = """
+UPDATE slot_expiration_failures SET first_failed_at = now() - interval '1 hour'
+"""
 
 
 # 5,000 and more due slots in one statement (test-side SQL), one minute apart.

@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 
 from slot_expiration.cycle import ClockSkewError
 from slot_expiration.loop import observed_cycle
-from slot_expiration.store.history_store import CycleOutcome, HistoryStore
+from slot_expiration.store.history_store import BacklogPoint, CycleOutcome, HistoryStore
 from slot_expiration.store.housekeeping import Housekeeping, record_cycle
 from slot_expiration.store.status_store import StatusStore
 from slot_expiration.telemetry import FanOutHooks
@@ -195,6 +195,30 @@ async def test_the_status_reads_the_last_success_and_failure_of_any_instance(
         ("a:1", CycleOutcome.MISCONFIGURED),
         ("b:2", CycleOutcome.SUCCESS),
     ]
+
+
+async def test_the_backlog_trend_starts_at_the_latest_cycle_before_the_window_else_the_oldest(
+    db: SlotDatabase,
+) -> None:
+    at = AS_OF - timedelta(minutes=30)
+    async with StatusStore.connect(db.url, "slot-expiration-status") as store:
+        empty = await store.history.backlog_before(at)
+    records = [
+        cycle_record(AS_OF - timedelta(minutes=45), backlog=9_000),
+        cycle_record(AS_OF - timedelta(minutes=35), backlog=8_000),
+        cycle_record(AS_OF - timedelta(minutes=31), backlog=None),  # a failed count
+        cycle_record(AS_OF - timedelta(minutes=5), backlog=6_000),
+    ]
+    for record in records:
+        await record_cycle(Housekeeping(db.url, RETENTION), record)
+
+    async with StatusStore.connect(db.url, "slot-expiration-status") as store:
+        before = await store.history.backlog_before(at)
+        younger = await store.history.backlog_before(AS_OF - timedelta(hours=2))
+
+    assert empty is None
+    assert before == BacklogPoint(records[1].ended_at, 8_000)
+    assert younger == BacklogPoint(records[0].ended_at, 9_000)
 
 
 _LIMITS = Housekeeping("postgresql://unused", RETENTION).limits

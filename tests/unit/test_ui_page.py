@@ -72,7 +72,7 @@ def _snapshot(message: str = "slot refuses to expire", instance: str = "a:1") ->
         recent=(failed,),
         backlog=(),
         backlog_now=0,
-        quarantine=QuarantineListing(1, 0, (entry,)),
+        quarantine=QuarantineListing(1, 0, (entry,), AS_OF),
         schema=Unreadable("permission denied", "42501"),
         index=Unreadable("permission denied", "42501"),
     )

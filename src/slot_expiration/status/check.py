@@ -22,10 +22,13 @@ NO_SUCCESS_SECONDS: Final = 1_800
 # ... unless the worker's interval is so long that three of them exceed it: a worker
 # that ticks once an hour is not stuck 31 minutes after its last cycle.
 NO_SUCCESS_INTERVALS: Final = 3
-# SlotExpirationBacklogHigh: `max(calendar_slot_expiration_backlog) > 5000`.
+# SlotExpirationBacklogHigh: `max(calendar_slot_expiration_backlog) > 5000` and not
+# coming down over report.BACKLOG_TREND_WINDOW: a backlog draining at full rate is no warning.
 BACKLOG_WARNING_ABOVE: Final = 5_000
-# The quarantined-slots alert: any slot in quarantine (parked ones excluded).
+# SlotExpirationItemErrors: any slot in quarantine (parked ones excluded) `for: 1h`,
+# judged here by the first failure of the oldest one still waiting.
 QUARANTINE_WARNING_ABOVE: Final = 0
+QUARANTINE_WARNING_AFTER: Final = timedelta(hours=1)
 
 
 class Level(IntEnum):
@@ -125,10 +128,17 @@ def _backlog(report: StatusReport) -> list[Finding]:
     backlog = report.backlog
     if isinstance(backlog, Unreadable):
         return [Finding(Level.WARNING, f"backlog: {backlog}")]
-    if backlog > BACKLOG_WARNING_ABOVE:
-        shown = f"at least {backlog}" if report.backlog_capped else str(backlog)
-        return [Finding(Level.WARNING, f"backlog {shown} > {BACKLOG_WARNING_ABOVE}")]
-    return []
+    if backlog <= BACKLOG_WARNING_ABOVE:
+        return []
+    shown = f"at least {backlog}" if report.backlog_capped else str(backlog)
+    text = f"backlog {shown} > {BACKLOG_WARNING_ABOVE}"
+    before = report.cycles.backlog_before if isinstance(report.cycles, CycleSummary) else None
+    if before is None:  # no cycle recorded to show it coming down
+        return [Finding(Level.WARNING, text)]
+    if backlog < before.backlog:
+        return []
+    age = age_text((report.as_of - before.at).total_seconds())
+    return [Finding(Level.WARNING, f"{text}, not down from {before.backlog} {age} ago")]
 
 
 def _quarantine(report: StatusReport) -> list[Finding]:
@@ -136,9 +146,13 @@ def _quarantine(report: StatusReport) -> list[Finding]:
     if isinstance(quarantine, Unreadable):
         return [Finding(Level.WARNING, f"quarantine: {quarantine}")]
     waiting = quarantine.total - quarantine.parked
-    if waiting > QUARANTINE_WARNING_ABOVE:
-        return [Finding(Level.WARNING, f"{count_of(waiting, 'slot')} in quarantine")]
-    return []
+    since = quarantine.waiting_since
+    if waiting <= QUARANTINE_WARNING_ABOVE or since is None:
+        return []
+    if report.as_of - since < QUARANTINE_WARNING_AFTER:
+        return []
+    age = age_text((report.as_of - since).total_seconds())
+    return [Finding(Level.WARNING, f"{count_of(waiting, 'slot')} in quarantine, for {age}")]
 
 
 def _healthy(report: StatusReport) -> str:

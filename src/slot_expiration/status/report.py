@@ -12,6 +12,7 @@ from slot_expiration.domain import SlotStatus
 from slot_expiration.store import ApplicationName, SchemaMissingError, SlotStoreError
 from slot_expiration.store.history_store import (
     FAILURES,
+    BacklogPoint,
     CycleOutcome,
     CycleRecord,
     OutcomeCount,
@@ -31,6 +32,8 @@ from slot_expiration.store.status_store import (
 FAILED_SHOWN: Final = 20
 # "Cycles in the last hour": the window of the alerts' own `[1h]` ranges.
 RECENT_WINDOW: Final = timedelta(hours=1)
+# How far back the backlog's trend is read: SlotExpirationBacklogHigh's `[30m:]`.
+BACKLOG_TREND_WINDOW: Final = timedelta(minutes=30)
 T = TypeVar("T")
 
 
@@ -62,6 +65,8 @@ class CycleSummary:
     last_failure: CycleRecord | None
     recent: tuple[OutcomeCount, ...]
     latest_per_instance: tuple[CycleRecord, ...]
+    # The backlog BACKLOG_TREND_WINDOW ago (or at the history's start): its trend.
+    backlog_before: BacklogPoint | None = None
 
     def recent_total(self) -> int:
         return sum(count.cycles for count in self.recent)
@@ -168,6 +173,7 @@ async def summarize_cycles(store: StatusStore, as_of: datetime) -> CycleSummary:
         last_failure=await store.history.latest(FAILURES),
         recent=await store.history.outcomes_since(since),
         latest_per_instance=await store.history.latest_per_instance(since),
+        backlog_before=await store.history.backlog_before(as_of - BACKLOG_TREND_WINDOW),
     )
 
 
@@ -233,7 +239,12 @@ def _cycles_json(cycles: CycleSummary, as_of: datetime) -> dict[str, Any]:
             },
         },
         "needing_a_person": [c.instance for c in cycles.needing_a_person()],
+        "backlog_before": _backlog_point_json(cycles.backlog_before),
     }
+
+
+def _backlog_point_json(point: BacklogPoint | None) -> dict[str, Any] | None:
+    return None if point is None else {"ended_at": point.at.isoformat(), "backlog": point.backlog}
 
 
 def cycle_json(cycle: CycleRecord | None, as_of: datetime) -> dict[str, Any] | None:

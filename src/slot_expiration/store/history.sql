@@ -78,3 +78,25 @@ FROM slot_expiration_cycles AS h
 WHERE h.ended_at >= %(since)s AND h.backlog IS NOT NULL
 GROUP BY 1
 ORDER BY 1;
+
+-- name: history_backlog_before
+-- The backlog left by the latest cycle that ended at or before `at` or, where the
+-- history is younger than that, by its oldest cycle: the point `status --check`
+-- measures the backlog's trend from, as the backlog alert's `delta(...[30m:])` does.
+-- Each branch is one probe of ix_slot_expiration_cycles_ended_at.
+SELECT candidate.ended_at, candidate.backlog
+FROM (
+    (SELECT h.ended_at, h.backlog, 0 AS preference
+     FROM slot_expiration_cycles AS h
+     WHERE h.ended_at <= %(at)s AND h.backlog IS NOT NULL
+     ORDER BY h.ended_at DESC
+     LIMIT 1)
+    UNION ALL
+    (SELECT h.ended_at, h.backlog, 1 AS preference
+     FROM slot_expiration_cycles AS h
+     WHERE h.backlog IS NOT NULL
+     ORDER BY h.ended_at
+     LIMIT 1)
+) AS candidate
+ORDER BY candidate.preference
+LIMIT 1;

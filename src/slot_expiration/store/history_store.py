@@ -146,3 +146,8 @@ class HistoryStore:
         params = {"since": since, "bucket_seconds": bucket_seconds}
         rows = await self.session.rows("history_backlog_since", params)
         return tuple(BacklogPoint(at, int(backlog)) for at, backlog in rows)
+
+    async def backlog_before(self, at: datetime) -> BacklogPoint | None:
+        """The backlog of the latest cycle that ended by `at` (else of the oldest one)."""
+        rows = await self.session.rows("history_backlog_before", {"at": at})
+        return BacklogPoint(rows[0][0], int(rows[0][1])) if rows else None

@@ -114,8 +114,10 @@ ORDER BY q.last_failed_at DESC, q.slot_id
 LIMIT %(limit)s;
 
 -- name: quarantine_total
--- How many entries are listed, and how many of them are parked.
-SELECT count(*), count(*) FILTER (WHERE q.parked_at IS NOT NULL)
+-- How many entries are listed, how many of them are parked, and since when the
+-- oldest of the others has been failing.
+SELECT count(*), count(*) FILTER (WHERE q.parked_at IS NOT NULL),
+       min(q.first_failed_at) FILTER (WHERE q.parked_at IS NULL)
 FROM slot_expiration_failures AS q
 JOIN availability_slots AS s ON s.id = q.slot_id
 WHERE q.ended_at IS NULL AND s.status = 'Available'

@@ -120,6 +120,7 @@ class QuarantineListing:
     total: int  # entries still Available, parked ones included
     parked: int
     latest: tuple[FailedSlot, ...]
+    waiting_since: datetime | None  # the first failure of the oldest entry not parked
 
 
 class QuarantineStore:
@@ -200,9 +201,10 @@ class QuarantineStore:
         """The slots in quarantine and still Available (parked ones too): how many, how
         many of them parked, and the latest `limit`."""
         params = (where or ListingFilter()).parameters()
-        total, parked = await self._session.row("quarantine_total", params)
+        total, parked, since = await self._session.row("quarantine_total", params)
         rows = await self._session.rows("quarantine_list", params | {"limit": limit})
-        return QuarantineListing(int(total), int(parked), tuple(FailedSlot(*row) for row in rows))
+        latest = tuple(FailedSlot(*row) for row in rows)
+        return QuarantineListing(int(total), int(parked), latest, since)
 
     async def ended(self, limit: int, where: ListingFilter | None = None) -> tuple[EndedEntry, ...]:
         """Entries that ended, kept for the retention period; the latest end first."""
