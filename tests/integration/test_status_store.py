@@ -142,6 +142,7 @@ async def test_failed_slots_are_the_quarantined_ones_still_available_latest_firs
         overdue = await store.oldest_overdue(AS_OF)
 
     assert (first.total, first.parked) == (2, 0)
+    assert first.waiting_since == AS_OF - timedelta(minutes=30)
     assert [f.slot_id for f in first.latest] == [newer.id]
     assert [(f.slot_id, f.attempts) for f in all_shown] == [(newer.id, 1), (older.id, 4)]
     assert all_shown[0].tenant_id == newer.tenant_id
@@ -150,6 +151,26 @@ async def test_failed_slots_are_the_quarantined_ones_still_available_latest_firs
     assert all_shown[0].next_attempt_at == AS_OF
     assert overdue is not None
     assert (overdue.id, overdue.quarantined) == (older.id, True)
+
+
+async def test_an_overdue_slot_whose_quarantine_entry_ended_is_not_called_quarantined(
+    db: SlotDatabase,
+) -> None:
+    slot = make_slot(timedelta(hours=-2))  # Available again after its entry ended
+    await db.insert([slot])
+    await quarantine(db, slot.id, attempts=1, minutes_ago=90)
+    await db.conn.execute(
+        "UPDATE slot_expiration_failures SET ended_at = %s, ended_status = 'Booked'",
+        (AS_OF - timedelta(minutes=60),),
+    )
+
+    async with StatusStore.connect(db.url, APP) as store:
+        overdue = await store.oldest_overdue(AS_OF)
+        listing = await store.quarantine.listing(limit=10)
+
+    assert overdue is not None
+    assert (overdue.id, overdue.quarantined) == (slot.id, False)
+    assert (listing.total, listing.waiting_since) == (0, None)
 
 
 async def test_worker_sessions_are_the_workers_own_not_the_status_session(

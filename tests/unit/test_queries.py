@@ -71,6 +71,15 @@ def test_statement_names_are_unique_across_the_sql_files() -> None:
     assert len(declared) == len(set(declared))
 
 
+def test_no_statement_is_written_twice_under_two_names() -> None:
+    """A second copy drifts from the first: one statement, run by every store that needs it."""
+    by_text: dict[str, list[str]] = {}
+    for name, statement in load_queries().items():
+        by_text.setdefault(" ".join(statement.split()), []).append(name)
+
+    assert [names for names in by_text.values() if len(names) > 1] == []
+
+
 def test_the_benchmarks_statements_live_beside_it_not_in_the_store() -> None:
     assert "FOR UPDATE SKIP LOCKED" in bench_query("bench_bare_batch")
     assert "bench_bare_batch" not in load_queries()

@@ -154,8 +154,10 @@ class _Grants:
 
     async def run(self, schema: str, *, apply: bool, revoke_extra: bool) -> GrantReport:
         wanted = await self._wanted()
-        held = await self._held()
-        groups = _revoked(_extras(held, wanted), held) if revoke_extra else []
+        groups = []
+        if revoke_extra:  # what is held before is read only to know what to revoke
+            held = await self._held()
+            groups = _revoked(_extras(held, wanted), held)
         revokes = [self._compose("revoke", *group) for group in groups]
         statements = [*revokes, *self._grant_statements(schema, wanted)]
         for statement in statements:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from slot_expiration.store.migrate import MigrationOutcome
+    from slot_expiration.store.session import Session
 
 # The newest migration in migrations/versions.
 HEAD_REVISION: Final = "0006"
@@ -39,6 +40,12 @@ class SchemaPosition(StrEnum):
     CURRENT = "current"
     AHEAD = "ahead"  # a newer release migrated it; this one runs on it unchanged
     UNKNOWN = "unknown"  # not a revision of this product's numbering
+
+
+async def read_schema_revision(session: Session) -> str | None:
+    """The migration the database's schema is at; None when its history table is empty."""
+    rows = await session.rows("schema_revision")
+    return str(rows[0][0]) if rows else None
 
 
 def revision_number(revision: str) -> int | None:

@@ -16,6 +16,7 @@ from uuid import UUID
 
 from slot_expiration.domain import Slot, SlotRef, SlotStatus
 from slot_expiration.store.quarantine_store import QuarantineStore
+from slot_expiration.store.schema_version import read_schema_revision
 from slot_expiration.store.session import (
     ApplicationName,
     Session,
@@ -112,8 +113,7 @@ class SlotStore:
     async def schema_revision(self) -> str | None:
         """The migration the schema is at (the role reads the history table: a
         requirement the preflight checks)."""
-        rows = await self._session.rows("schema_revision")
-        return str(rows[0][0]) if rows else None
+        return await read_schema_revision(self._session)
 
     async def expire_batch(self, selection: Selection, *, with_slots: bool = True) -> LockedBatch:
         """Lock and expire a batch in one statement; a rejected row fails it whole.

@@ -2,23 +2,12 @@
 -- worker's /readyz. Only slot_expiration.store.status_store runs them; they
 -- only read, in read-only transactions.
 
--- name: status_counts_by_status
-SELECT status, count(*) AS slots FROM availability_slots GROUP BY status;
-
--- name: status_backlog_capped
--- Available slots whose start has passed, counted up to `cap` (an index-only
--- walk that stops there, as cheap as the worker's own count after a cycle).
-SELECT count(*) FROM (
-    SELECT FROM availability_slots
-    WHERE status = 'Available' AND start_at <= %(as_of)s
-    LIMIT %(cap)s
-) AS due;
-
 -- name: status_oldest_overdue
--- The Available slot whose start passed longest ago, quarantined or not.
+-- The Available slot whose start passed longest ago, quarantined or not (an entry
+-- that ended, kept for the history, is not a quarantine).
 SELECT s.id, s.tenant_id, s.start_at, q.slot_id IS NOT NULL AS quarantined
 FROM availability_slots AS s
-LEFT JOIN slot_expiration_failures AS q ON q.slot_id = s.id
+LEFT JOIN slot_expiration_failures AS q ON q.slot_id = s.id AND q.ended_at IS NULL
 WHERE s.status = 'Available' AND s.start_at <= %(as_of)s
 ORDER BY s.start_at, s.id
 LIMIT 1;

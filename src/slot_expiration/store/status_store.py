@@ -19,6 +19,7 @@ from slot_expiration.domain import SlotStatus
 from slot_expiration.store.errors import SlotStoreError
 from slot_expiration.store.history_store import HistoryStore
 from slot_expiration.store.quarantine_store import QuarantineStore
+from slot_expiration.store.schema_version import read_schema_revision
 from slot_expiration.store.session import (
     ApplicationName,
     Session,
@@ -137,8 +138,7 @@ class StatusStore:
 
     async def schema_revision(self) -> str | None:
         """The migration the schema is at; SchemaMissingError when it was never migrated."""
-        rows = await self._session.rows("schema_revision")
-        return str(rows[0][0]) if rows else None
+        return await read_schema_revision(self._session)
 
     async def schema_state(self) -> SchemaState:
         mismatches = tuple(row[0] for row in await self._session.rows("contract_mismatches"))
@@ -150,14 +150,14 @@ class StatusStore:
 
     async def counts_by_status(self) -> dict[SlotStatus, int]:
         counts = dict.fromkeys(SlotStatus, 0)
-        for status, count in await self._session.rows("status_counts_by_status"):
+        for status, count in await self._session.rows("count_by_status"):
             counts[SlotStatus(status)] = int(count)
         return counts
 
     async def backlog(self, as_of: datetime, cap: int) -> int:
-        """Available slots due at `as_of`, counted up to `cap`."""
+        """Available slots due at `as_of`, counted up to `cap`: the worker's own count."""
         params = {"as_of": as_of, "cap": cap}
-        return int(await self._session.value("status_backlog_capped", params))
+        return int(await self._session.value("count_backlog_capped", params))
 
     async def oldest_overdue(self, as_of: datetime) -> OverdueSlot | None:
         rows = await self._session.rows("status_oldest_overdue", {"as_of": as_of})
