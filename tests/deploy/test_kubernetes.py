@@ -20,6 +20,7 @@ import yaml
 from tests.deploy.crd_schemas import validator
 from tests.deploy.prometheus_rule import PROMETHEUS_RULE, render, rule_groups
 from tests.deploy.timing import worst_graceful_stop_seconds
+from tests.support.promtool import RUNBOOK_BASE, runbook_anchors
 
 pytestmark = pytest.mark.deploy
 
@@ -314,6 +315,28 @@ def test_the_podmonitor_scrapes_the_workers_metrics_port() -> None:
     (endpoint,) = monitor["podMetricsEndpoints"]
     assert endpoint["path"] == "/metrics"
     assert endpoint["port"] in {port["name"] for port in worker["ports"]}
+
+
+def test_the_overlay_sets_the_runbook_base_of_every_alert_and_keeps_each_anchor() -> None:
+    overlay = yaml.safe_load((OVERLAY / "kustomization.yaml").read_text(encoding="utf-8"))
+    generators = overlay["configMapGenerator"]
+    (runbook,) = [g for g in generators if g["name"] == "slot-expiration-runbook"]
+    base = runbook["literals"][0].removeprefix("base=")
+    in_base = _alerts_runbook_urls(BASE)
+
+    in_overlay = _alerts_runbook_urls(OVERLAY)
+
+    assert base != RUNBOOK_BASE
+    assert in_overlay == {a: url.replace(RUNBOOK_BASE, base) for a, url in in_base.items()}
+    assert {url.partition("#")[2] for url in in_overlay.values()} <= runbook_anchors()
+    names = [m["metadata"]["name"] for m in _manifests(OVERLAY) if m["kind"] == "ConfigMap"]
+    assert "slot-expiration-runbook" not in names  # kustomize's own input, not applied
+
+
+def _alerts_runbook_urls(directory: Path) -> dict[str, str]:
+    groups = _one(directory, "PrometheusRule")["spec"]["groups"]
+    rules = [rule for group in groups for rule in group["rules"] if "alert" in rule]
+    return {rule["alert"]: rule["annotations"]["runbook_url"] for rule in rules}
 
 
 def test_the_overlay_deploys_the_image_tagged_with_the_pyproject_version() -> None:
