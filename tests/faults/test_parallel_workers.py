@@ -14,6 +14,7 @@ import pytest
 from tests.e2e.command import Running, eventually, started
 from tests.faults.conftest import Measure, Record
 from tests.faults.workers import (
+    INTERVAL_SECONDS,
     at_risk,
     drain_time,
     events_of,
@@ -79,7 +80,8 @@ async def test_workers_side_by_side_expire_each_row_exactly_once(
     record_fault(
         FaultFigures(
             f"{workers} worker{'s' if workers > 1 else ''} on one backlog",
-            f"{workers} `run` processes (batch {BATCH}, tick 0.2 s) on {BACKLOG} overdue rows, "
+            f"{workers} `run` processes (batch {BATCH}, tick {INTERVAL_SECONDS} s) on {BACKLOG} "
+            "overdue rows, "
             "their first batches released together",
             audit.rows_at_risk, len(audit.lost), len(audit.done_twice), seconds,
             "time to drain the backlog, from the release",
