@@ -8,20 +8,14 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import SecretStr
 
 from slot_expiration.bench.options import BenchOptionsError, bench_options
 from slot_expiration.bench.store import BENCH_SCHEMA
-from slot_expiration.cli.common import guarded, input_secrets
+from slot_expiration.cli.common import guarded, input_secrets, settings_from
 from slot_expiration.cli.demo_command import embedded_server_errors
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.loop import terminate_as_interrupt
 from slot_expiration.options import DatabaseOptions, redact_url, url_secrets
-
-
-def _secret(url: str | None) -> SecretStr | None:
-    return SecretStr(url) if url is not None else None
-
 
 if TYPE_CHECKING:
     from slot_expiration.bench.report import BenchReport
@@ -98,7 +92,7 @@ def bench(**given: Any) -> None:
             except BenchError as exc:
                 fail(f"bench: {exc}", ExitCode.FAILURE, url_secrets(options.database_url or ""))
 
-    target = DatabaseOptions.model_construct(database_url=_secret(options.database_url))
+    target = settings_from(DatabaseOptions, environment=False, database_url=options.database_url)
     report = guarded(lambda: embedded_server_errors(run), target)
     options.json_out.write_text(json.dumps(to_json(report), indent=2) + "\n", encoding="utf-8")
     click.echo(render_markdown(report))

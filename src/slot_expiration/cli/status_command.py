@@ -14,14 +14,11 @@ from slot_expiration.cli.common import store_failure as store_failure_line
 from slot_expiration.cli.errors import scrub
 from slot_expiration.cli.option_flags import option
 from slot_expiration.domain import utc_now
-from slot_expiration.options import CycleOptions, DatabaseOptions, StatusOptions, url_secrets
+from slot_expiration.options import DatabaseOptions, StatusOptions, url_secrets
 from slot_expiration.status import StatusReport, collect_status, render_text
 from slot_expiration.status.check import Level, judge
+from slot_expiration.status.report import EXPLAINED_BATCH_SIZE
 from slot_expiration.store import SlotStoreError
-
-# The selection's plan is shown for the worker's default batch: status reads no
-# worker option but the interval (each command reads only its own).
-EXPLAINED_BATCH_SIZE = CycleOptions.model_fields["batch_size"].default
 
 
 @click.command()

@@ -21,6 +21,7 @@ from slot_expiration.options import (
     WorkerOptions,
     url_secrets,
 )
+from slot_expiration.status.wording import count_of
 from slot_expiration.store import SlotStoreError
 from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.telemetry import configure_logging
@@ -164,8 +165,8 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
 def cut_short_line(cut: CycleCutShortError, settings: CycleOptions) -> str:
     """What stopped the cycle, with its SQLSTATE and fix, and what did commit."""
     tally = cut.partial
-    committed = f"{tally.expired_count} {_plural(tally.expired_count, 'row')} expired in " + (
-        f"{tally.batches} committed {_plural(tally.batches, 'batch')}"
+    committed = f"{count_of(tally.expired_count, 'row')} expired in " + (
+        count_of(tally.batches, "committed batch", "committed batches")
     )
     in_flight = "the batch in flight was rolled back" if cut.in_flight else "no batch was in flight"
     failure = cut.failure
@@ -181,12 +182,6 @@ def cut_short_line(cut: CycleCutShortError, settings: CycleOptions) -> str:
         else str(failure)
     )
     return cause if tally.batches == 0 else f"{cause}; before it, {committed}; {in_flight}"
-
-
-def _plural(count: int, word: str) -> str:
-    if count == 1:
-        return word
-    return f"{word}es" if word.endswith("ch") else f"{word}s"
 
 
 def _one_line(result: CycleResult) -> str:

@@ -162,12 +162,6 @@ class CycleTally:
             clock_skew_seconds=clock_skew_seconds,
         )
 
-    def committed(self) -> str:
-        """What the committed batches did, for a cycle cut short."""
-        rows = "row" if self.expired_count == 1 else "rows"
-        batches = "batch" if self.batches == 1 else "batches"
-        return f"{self.expired_count} {rows} expired in {self.batches} committed {batches}"
-
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 3)

@@ -49,7 +49,7 @@ class DatabaseOptions(BaseSettings):
     own options, from its flags and its own SLOT_EXPIRATION_* variables, so a
     bad value in another command's variable never breaks it. Each field's
     description, range and default make the command's --help and the README's
-    options table (options/reference.py).
+    options table (cli/option_flags.py; tests/unit/test_option_flags.py holds the README to it).
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)

@@ -9,6 +9,7 @@ from typing import Any, Final, TypeVar
 
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
 from slot_expiration.domain import SlotStatus
+from slot_expiration.options import CycleOptions
 from slot_expiration.store import ApplicationName, SchemaMissingError, SlotStoreError
 from slot_expiration.store.history_store import (
     FAILURES,
@@ -28,6 +29,9 @@ from slot_expiration.store.status_store import (
     WorkerSession,
 )
 
+# The selection's plan is shown for the worker's default batch: `status` and `ui` read
+# no worker option (each command reads only its own).
+EXPLAINED_BATCH_SIZE: Final[int] = CycleOptions.model_fields["batch_size"].default
 # How many quarantined slots the report lists (it always gives the total).
 FAILED_SHOWN: Final = 20
 # "Cycles in the last hour": the window of the alerts' own `[1h]` ranges.

@@ -11,7 +11,13 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
-from slot_expiration.status.report import CycleSummary, Unreadable, read_part, summarize_cycles
+from slot_expiration.status.report import (
+    EXPLAINED_BATCH_SIZE,
+    CycleSummary,
+    Unreadable,
+    read_part,
+    summarize_cycles,
+)
 from slot_expiration.store import ApplicationName
 from slot_expiration.store.history_store import BacklogPoint, CycleRecord
 from slot_expiration.store.quarantine_store import QuarantineListing
@@ -22,8 +28,6 @@ RECENT_CYCLES: Final = 24
 QUARANTINE_SHOWN: Final = 100
 CHART_WINDOW: Final = timedelta(hours=6)
 CHART_POINTS: Final = 120  # one per 3 minutes over the window: a cycle every 5 shows each
-# The selection's plan for the worker's default batch (the page reads no worker option).
-EXPLAINED_BATCH_SIZE: Final = 500
 STATEMENT_TIMEOUT_SECONDS: Final = 5.0
 
 
