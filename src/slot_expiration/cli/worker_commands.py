@@ -33,22 +33,8 @@ if TYPE_CHECKING:
 
 # An --as-of further ahead than this expires slots people can still book.
 FUTURE_AS_OF_TOLERANCE = timedelta(minutes=1)
-CYCLE_OPTIONS = (
-    "database_url",
-    "batch_size",
-    "max_batches_per_cycle",
-    "drain_batch_size",
-    "batch_pause_seconds",
-    "max_cycle_seconds",
-    "lock_timeout_seconds",
-    "poison_backoff_seconds",
-    "poison_backoff_max_seconds",
-    "max_clock_skew_seconds",
-    "prepared_statements",
-    "log_format",
-    "instance_id",
-    "history_retention_days",
-)
+# A cycle's options, in the model's order (as --help lists them).
+CYCLE_OPTIONS = tuple(CycleOptions.model_fields)
 
 
 @click.command()
