@@ -162,3 +162,21 @@ async def test_statements_are_prepared_on_the_server_only_when_asked(
         row = await cursor.fetchone()
 
     assert row == (prepared,)
+
+
+@pytest.mark.parametrize("prepare", [False, True], ids=["opening-deferred", "opening-sent"])
+async def test_a_dry_run_transaction_rolls_back_what_it_did_and_says_it_did_not_commit(
+    db: SlotDatabase, prepare: bool
+) -> None:
+    slots = past_slots(3)
+    await db.insert(slots)
+    limits = TransactionLimits(
+        statement_timeout_ms=30_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=30_000
+    )
+    async with SlotStore.connect(db.url, limits, prepare=prepare) as store:
+        async with store._session.transaction(dry_run=True) as outcome:
+            assert await store.expire_slot(slots[0].id, AS_OF)
+        left = await store.count_backlog(AS_OF)
+
+    assert outcome.committed is False
+    assert left == 3

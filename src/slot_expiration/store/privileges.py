@@ -119,11 +119,8 @@ async def grant_privileges(
     async with Session.open(database_url, settings) as session:
         grants = _Grants(session, role, mode)
         schema = await grants.check_target()
-        async with session.transaction():
-            report = await grants.run(schema, apply=apply, revoke_extra=revoke_extra)
-            if not apply:
-                await session.connection.rollback()
-        return report
+        async with session.transaction(dry_run=not apply):
+            return await grants.run(schema, apply=apply, revoke_extra=revoke_extra)
 
 
 class _Grants:

@@ -260,8 +260,9 @@ class Session:
         return statement.as_string(self.connection)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Transaction]:
-        """One atomic unit, committed whole on success, rolled back whole otherwise.
+    async def transaction(self, *, dry_run: bool = False) -> AsyncIterator[Transaction]:
+        """One atomic unit, committed whole on success, rolled back whole otherwise
+        (and, as a `dry_run`, rolled back on success too: nothing it did stays).
 
         It starts by setting the session's limits for itself. On a session in
         autocommit mode that prepares nothing (the worker's), BEGIN and the limits
@@ -286,7 +287,11 @@ class Session:
             raise
         if self._opening_deferred:  # no statement ran: nothing was opened
             self._opening_deferred = False
-            outcome.committed = True
+            outcome.committed = not dry_run
+            return
+        if dry_run:
+            if await self._rollback_quietly():
+                raise asyncio.CancelledError
             return
         if await self._commit():
             outcome.committed = True
