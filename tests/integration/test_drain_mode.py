@@ -91,6 +91,24 @@ async def test_a_stop_between_batches_starts_no_further_batch(db: SlotDatabase) 
     assert log.started == [1, 2]
 
 
+async def test_a_batch_rejected_after_a_stop_was_asked_for_is_rolled_back_not_retried_row_by_row(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(15))
+    await db.install_poison_trigger([slots[7].id], "P0001")  # in batch 2
+    log = BatchLog()
+
+    # The stop arrives while batch 2 runs: its rejection is the first thing to see it.
+    run = CycleRun(uuid4(), AS_OF, observer=log, stop_requested=lambda: log.started == [1, 2])
+    result = await make_cycle(db.url, batch_size=5, max_batches=0).run(run)
+
+    assert (result.batches, result.expired_count, result.failed_count) == (1, 5, 0)
+    assert result.stop_reason is StopReason.STOP_REQUESTED
+    statuses = await db.statuses()
+    assert [statuses[s.id] for s in slots[5:]] == [SlotStatus.AVAILABLE] * 10
+    assert await db.quarantine() == {}  # nothing tried row by row, nothing quarantined
+
+
 async def test_no_batch_starts_when_the_budget_left_is_below_twice_the_slowest(
     db: SlotDatabase,
 ) -> None:

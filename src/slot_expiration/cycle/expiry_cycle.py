@@ -146,6 +146,8 @@ class ExpiryCycle:
             selection = Selection(run.as_of, self._clock(), size, after)
             pending = _Pending(number, self._monotonic(), selection, record)
             batch = await self._batch(store, run, pending)
+            if batch is None:  # rejected once a stop was asked for: rolled back, not retried
+                return StopReason.STOP_REQUESTED
             after = batch.window_end
             slowest_per_row = max(slowest_per_row, batch.duration_ms / 1000.0 / size)
             ahead = slowest_per_row * self._limits.size_of_batch(number + 1)
@@ -172,8 +174,12 @@ class ExpiryCycle:
             return StopReason.BUDGET
         return None
 
-    async def _batch(self, store: SlotStore, run: CycleRun, pending: _Pending) -> BatchResult:
-        """One batch, recorded once it committed (even if a cancel came during COMMIT).
+    async def _batch(
+        self, store: SlotStore, run: CycleRun, pending: _Pending
+    ) -> BatchResult | None:
+        """One batch, recorded once it committed (even if a cancel came during COMMIT);
+        None when the database rejected it after a stop was asked for: the row-by-row
+        retry is new work, left with the rejected rows to the next cycle.
 
         It starts where the drain's previous batch ended (`pending.selection.after`):
         rows that batch passed over (locked) or rejected are left to the next cycle,
@@ -187,6 +193,8 @@ class ExpiryCycle:
                     pending.selection, with_slots=self._limits.collect_slots
                 )
         except RowRejectedError:
+            if run.stop_requested():
+                return None
             return await self._row_by_row(store, run, pending)
         except asyncio.CancelledError:
             if transaction.committed:
