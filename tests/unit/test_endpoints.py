@@ -5,12 +5,13 @@ from __future__ import annotations
 import gzip
 import logging
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 import aiohttp
 import pytest
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Gauge, make_wsgi_app
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
@@ -89,6 +90,48 @@ async def test_metrics_are_gzipped_when_the_scraper_accepts_gzip() -> None:
     assert zipped.headers["content-encoding"] == "gzip"
     assert gzip.decompress(zipped.body) == plain.body
     assert "content-encoding" not in plain.headers
+
+
+@pytest.mark.parametrize(
+    ("accept", "accept_encoding"),
+    [
+        ("", ""),
+        ("application/openmetrics-text; version=1.0.0", ""),
+        ("text/plain;version=0.0.4;q=0.5,*/*;q=0.1", "gzip"),
+        ("application/openmetrics-text; version=1.0.0,text/plain;q=0.5", "gzip, deflate"),
+        ("", "identity"),
+    ],
+)
+async def test_metrics_negotiate_format_and_compression_as_prometheus_clients_own_handler(
+    accept: str, accept_encoding: str
+) -> None:
+    registry = _registry()
+    async with _served(registry=registry) as url, await WireClient.connect(_port(url)) as client:
+        ours = await client.get("/metrics", accept=accept, accept_encoding=accept_encoding)
+    status, headers, body = _wsgi_get(make_wsgi_app(registry), accept, accept_encoding)
+
+    assert ours.status == int(status.split()[0])
+    assert ours.headers["content-type"] == headers["content-type"]
+    assert ours.headers.get("content-encoding") == headers.get("content-encoding")
+    assert _plain(ours.body, ours.headers) == _plain(body, headers)
+
+
+def _wsgi_get(app: Any, accept: str, accept_encoding: str) -> tuple[str, dict[str, str], bytes]:
+    """One GET /metrics through a WSGI app, as a server would call it."""
+    answer: dict[str, Any] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]]) -> None:
+        answer["status"] = status
+        answer["headers"] = {name.lower(): value for name, value in headers}
+
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": ""}
+    environ |= {"HTTP_ACCEPT": accept, "HTTP_ACCEPT_ENCODING": accept_encoding}
+    body = b"".join(app(environ, start_response))
+    return answer["status"], answer["headers"], body
+
+
+def _plain(body: bytes, headers: Mapping[str, str]) -> bytes:
+    return gzip.decompress(body) if headers.get("content-encoding") == "gzip" else body
 
 
 async def test_a_malformed_request_is_counted_in_the_metrics_and_logged_at_most_at_debug(
