@@ -29,7 +29,9 @@ from slot_expiration.cli.slot_output import echo_page, echo_slot, echo_slots
 from slot_expiration.domain import SlotStatus
 from slot_expiration.slots import (
     DEFAULT_PAGE_SIZE,
+    MAX_BATCH_SLOTS,
     MAX_PAGE_SIZE,
+    MAX_SLOT_DURATION,
     PageRequest,
     ShowcaseCursor,
     SlotOperations,
@@ -82,7 +84,11 @@ def slots() -> None:
     """
 
 
-@slots.command()
+@slots.command(
+    help=f"Publish 1..{MAX_BATCH_SLOTS} slots for a consultant, all or nothing (no overlaps, "
+    f"each at most {MAX_SLOT_DURATION.total_seconds() / 3600:g} hours long, within the horizon, "
+    "starting in the future)."
+)
 @tenant_option
 @click.option("--consultant", "consultant_id", type=click.UUID, required=True,
               help="The consultant whose slots these are.")  # fmt: skip
@@ -102,8 +108,6 @@ def publish(
     json_output: bool,
     **given: Any,
 ) -> None:
-    """Publish 1..500 slots for a consultant, all or nothing (no overlaps, each at most
-    24 hours long, within the horizon, starting in the future)."""
     if bool(slot_ranges) == (from_file is not None):
         fail("give the slots with --slot START/END (repeatable) or --from-file PATH",
              ExitCode.USAGE)  # fmt: skip

@@ -133,8 +133,8 @@ IntervalSeconds = Annotated[
         ge=MIN_INTERVAL_SECONDS,
         le=86_400,
         description="Seconds between ticks (fixed rate); shorter than a second would only "
-        "pile up skipped ticks. `status --check` calls a worker stuck after 3 of them "
-        "without a success (30 minutes at least).",
+        "pile up skipped ticks. `status --check` reads it for the alert's no-success limit "
+        "(a number of intervals, and never less than the alert's minimum).",
     ),
 ]
 
