@@ -4,6 +4,7 @@ interrupted drain), with what it now prints."""
 
 from __future__ import annotations
 
+import glob
 import json
 import signal
 
@@ -95,6 +96,37 @@ async def test_once_on_a_clock_two_hours_fast_expires_nothing_and_says_why(
     failed = [e for e in events if e.get("event") == "cycle.failed"]
     assert failed[0]["reason"] == "clock_skew"
     assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
+
+
+async def test_run_on_a_clock_two_hours_fast_is_unready_counts_clock_skew_and_expires_nothing(
+    db: SlotDatabase,
+) -> None:
+    await db.insert(past_slots(3))
+
+    async with started(
+        "run", "--interval-seconds", "1", "--database-url", db.url, prefix=_clock_ahead("+2h")
+    ) as worker:
+        url = await endpoint_url(worker)
+        await worker.until(lambda: worker.logged("cycle.failed"), "a cycle refused for the clock")
+        status, unready = await get_json(f"{url}/readyz")
+        refused = await _metric(url, "calendar_slot_expiration_cycles_total", outcome="clock_skew")
+        worker.send_signal(signal.SIGTERM)
+        done = await worker.wait()
+
+    assert (status, unready["ready"]) == (503, False)
+    assert "clock_skew" in unready["detail"]
+    assert refused is not None
+    assert refused >= 1
+    failed = [e for e in done.log_events() if e["event"] == "cycle.failed"]
+    assert failed[0]["reason"] == "clock_skew"
+    assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
+
+
+def _clock_ahead(offset: str) -> tuple[str, ...]:
+    """libfaketime preloaded by `env`, which execs: the worker keeps the pid that signals
+    reach (the `faketime` wrapper forks, and a SIGTERM to it would miss the worker)."""
+    (library,) = glob.glob("/usr/lib/*/faketime/libfaketime.so.1")
+    return ("env", f"LD_PRELOAD={library}", f"FAKETIME={offset}")
 
 
 async def test_once_on_a_clock_two_hours_slow_runs_and_reports_it(db: SlotDatabase) -> None:
