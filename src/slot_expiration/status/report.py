@@ -159,7 +159,7 @@ async def collect_status(
         return StatusReport(
             as_of=as_of,
             latest_revision=HEAD_REVISION,
-            cycles=await read_part(store, lambda: summarize_cycles(store, as_of)),
+            cycles=await read_part(store, lambda: summarize_cycles(store, as_of, trend=True)),
             schema=schema,
             counts=await read_part(store, store.counts_by_status),
             backlog=await read_part(store, lambda: store.backlog(as_of, BACKLOG_COUNT_CAP)),
@@ -170,14 +170,19 @@ async def collect_status(
         )
 
 
-async def summarize_cycles(store: StatusStore, as_of: datetime) -> CycleSummary:
+async def summarize_cycles(
+    store: StatusStore, as_of: datetime, *, trend: bool = False
+) -> CycleSummary:
+    """The history's summary; with `trend`, also the backlog's point BACKLOG_TREND_WINDOW
+    ago (what `status --check` judges the backlog by; the page has its own chart)."""
     since = as_of - RECENT_WINDOW
+    before = await store.history.backlog_before(as_of - BACKLOG_TREND_WINDOW) if trend else None
     return CycleSummary(
         last_success=await store.history.latest([CycleOutcome.SUCCESS]),
         last_failure=await store.history.latest(FAILURES),
         recent=await store.history.outcomes_since(since),
         latest_per_instance=await store.history.latest_per_instance(since),
-        backlog_before=await store.history.backlog_before(as_of - BACKLOG_TREND_WINDOW),
+        backlog_before=before,
     )
 
 
