@@ -9,9 +9,9 @@ figure: the worker's rate at its fastest batch size / the single statement's, pe
 round. The worker's batches at each size are timed too (between its batch log
 lines), for the budget: a batch must end well within `--max-cycle-seconds`.
 
-When the worker has `--drain-batch-size` (the size of a drain's batches after the
-first), its drains here are asked for with it, the first batch at the run's
-`--batch-size`; otherwise with `--batch-size` (see processes.DRAIN_BATCH_SIZE_FLAG).
+The worker's drains here are asked for with `--drain-batch-size` (the size of a
+drain's batches after the first), the first batch at the run's `--batch-size`
+(BenchContext.drain_batch_size_flag False gives every batch `--batch-size`).
 """
 
 from __future__ import annotations

@@ -142,29 +142,3 @@ def once_summary(worker: WorkerProcess) -> dict[str, Any]:
             if isinstance(summary, dict):
                 return summary
     raise BenchError("a worker printed no result")
-
-
-# The worker's option for the size of a drain's batches after the first (issue 15).
-# Section g passes it only when the worker's `once --help` lists it; set
-# PASS_DRAIN_BATCH_SIZE to True or False to decide without asking.
-DRAIN_BATCH_SIZE_FLAG = "--drain-batch-size"
-PASS_DRAIN_BATCH_SIZE: bool | None = None
-
-
-async def worker_lists_flag(flag: str) -> bool:
-    """Whether `slot-expiration once --help` names this flag."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "slot_expiration", "once", "--help",
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        env=worker_env(),
-    )  # fmt: skip
-    out, _ = await process.communicate()
-    return process.returncode == 0 and flag in out.decode(errors="replace")
-
-
-async def drain_batch_size_flag() -> bool:
-    if PASS_DRAIN_BATCH_SIZE is not None:
-        return PASS_DRAIN_BATCH_SIZE
-    return await worker_lists_flag(DRAIN_BATCH_SIZE_FLAG)

@@ -22,7 +22,6 @@ from slot_expiration.bench.memory_section import measure_memory
 from slot_expiration.bench.options import BenchOptions
 from slot_expiration.bench.parallel_section import measure_parallel
 from slot_expiration.bench.plan import Section, plan_for
-from slot_expiration.bench.processes import drain_batch_size_flag
 from slot_expiration.bench.report import BenchReport, BenchResults, Conditions, RunFacts
 from slot_expiration.bench.store import BenchStore
 
@@ -61,7 +60,7 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
                 store=store,
                 progress=progress,
                 worker=options.worker,
-                drain_batch_size_flag=await drain_batch_size_flag(),
+                drain_batch_size_flag=True,  # the worker measured is this release's
             )
             table = await _prepare(ctx, options.sections)
             try:
