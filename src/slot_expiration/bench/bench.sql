@@ -108,9 +108,6 @@ TRUNCATE availability_slots CASCADE;
 -- name: bench_vacuum_analyze
 VACUUM (ANALYZE) availability_slots;
 
--- name: bench_vacuum
-VACUUM availability_slots;
-
 -- name: bench_analyze
 ANALYZE availability_slots;
 

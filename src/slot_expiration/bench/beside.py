@@ -38,9 +38,10 @@ from slot_expiration.bench.processes import event_time, once_summary, worker_pro
 from slot_expiration.bench.stats import Distribution, Spread, rate, ratio
 from slot_expiration.bench.store import booking_statements
 from slot_expiration.domain import BOOK, sources_of
+from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
 from slot_expiration.slots.options import SlotOptions
 
-LOCK_TIMEOUT_SECONDS = 2.0  # the worker's default
+LOCK_TIMEOUT_SECONDS = DEFAULT_LOCK_TIMEOUT_SECONDS  # the worker's default
 # A first guess of a drain's pace beside the bookings, before one was measured: it sets
 # how long pgbench runs (the drain's time with some slack), never a result.
 GUESSED_ROWS_PER_SECOND = {"worker": 15_000.0, "bare loop": 20_000.0, "single statement": 40_000.0}
@@ -333,10 +334,6 @@ def p99_ratio(runs: Sequence[ConditionRun], references: Sequence[ConditionRun]) 
             for run, reference in zip(runs, references, strict=True)
         ]
     )
-
-
-def _ratios(values: Sequence[float], references: Sequence[float]) -> Spread | None:
-    return Spread.of([ratio(v, r) for v, r in zip(values, references, strict=True)])
 
 
 def _spread(values: Sequence[float]) -> Spread:

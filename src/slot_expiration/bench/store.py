@@ -76,7 +76,6 @@ class BenchStore:
 
     def __init__(self, session: Session) -> None:
         self._session = session
-        self._conn = session.connection
         self.can_checkpoint = True  # until the server says this role may not
         self.checkpoints_run = 0
 
@@ -128,9 +127,6 @@ class BenchStore:
 
     async def vacuum_analyze(self) -> None:
         await self._execute("bench_vacuum_analyze")
-
-    async def vacuum(self) -> None:
-        await self._execute("bench_vacuum")
 
     async def analyze(self) -> None:
         await self._execute("bench_analyze")
