@@ -240,6 +240,24 @@ def test_d_sets_the_worker_beside_the_bare_loop_at_each_pace_with_the_rounds_spr
     assert worker[4] == "p99 2.00 (1.80-2.20 over 2 rounds); p50 1.05"
 
 
+def test_b_sets_the_workers_client_cpu_per_batch_beside_the_bare_loops() -> None:
+    drain = DrainComparison(
+        200_000,
+        replace(_drain(10.0), cpu_ms_per_batch=0.6),
+        replace(_drain(7.0), cpu_ms_per_batch=0.4),
+        10.0 / 7.0,
+    )
+    report = BenchReport(FACTS, replace(RESULTS, drain=drain))
+
+    (row,) = [line for line in render_markdown(report).splitlines() if "client CPU" in line]
+
+    assert "| worker 0.60 ms | bare loop 0.40 ms | 1.50 |" in row
+    assert (
+        json.loads(json.dumps(to_json(report)))["sections"]["b"]["worker"]["cpu_ms_per_batch"]
+        == 0.6
+    )
+
+
 def test_g_shows_each_batch_size_and_judges_the_fastest_against_the_single_statement() -> None:
     rows = [row for row in table_rows(REPORT) if row[0] == "g. drain rate"]
 

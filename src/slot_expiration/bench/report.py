@@ -270,6 +270,15 @@ def _drain_rows(b: DrainComparison, check: TargetCheck) -> Iterator[Row]:
         DASH,
         DASH,
     )
+    yield (
+        f"b. drain {b.backlog:,}",
+        "client CPU per batch (ms, the benchmark's process)",
+        f"worker {w.cpu_ms_per_batch:.2f} ms",
+        f"bare loop {bare.cpu_ms_per_batch:.2f} ms",
+        _x(ratio(w.cpu_ms_per_batch, bare.cpu_ms_per_batch)),
+        DASH,
+        DASH,
+    )
 
 
 def _parallel_rows(drains: tuple[ParallelDrain, ...]) -> Iterator[Row]:
