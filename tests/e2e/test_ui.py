@@ -21,8 +21,9 @@ import pytest
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.store.history_store import CycleOutcome, CycleRecord
+from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.store.housekeeping import Housekeeping, record_cycle
 from slot_expiration.store.privileges import GrantMode, grant_privileges
 from tests.e2e.command import PASSWORD, Running, run_command, started

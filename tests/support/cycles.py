@@ -6,16 +6,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from uuid import UUID, uuid4
 
 from slot_expiration.cycle import (
+    BacklogMeasured,
+    BatchCommitted,
     BatchResult,
+    BatchStarted,
+    CycleEvent,
     CycleLimits,
     CycleResult,
     CycleRun,
     ExpiryCycle,
     ItemFailure,
-    NoBatchObserver,
     PoisonBackoff,
 )
 from slot_expiration.domain import SlotRef, utc_now
@@ -25,25 +27,23 @@ from tests.support.slots import AS_OF
 
 
 @dataclass
-class BatchLog(NoBatchObserver):
-    """A BatchObserver that remembers every batch (and the backlog measured)."""
+class BatchLog:
+    """A sink that remembers every batch (and the backlog measured)."""
 
     batches: list[BatchResult] = field(default_factory=list)
     started: list[int] = field(default_factory=list)
     backlogs: list[int] = field(default_factory=list)
     quarantined: list[int] = field(default_factory=list)
 
-    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
-        self.backlogs.append(backlog)
-
-    def quarantine_measured(self, run_id: UUID, count: int) -> None:
-        self.quarantined.append(count)
-
-    def batch_started(self, run_id: UUID, number: int) -> None:
-        self.started.append(number)
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        self.batches.append(batch)
+    def __call__(self, event: CycleEvent) -> None:
+        match event:
+            case BacklogMeasured(_, backlog, quarantined):
+                self.backlogs.append(backlog)
+                self.quarantined.append(quarantined)
+            case BatchStarted(_, number):
+                self.started.append(number)
+            case BatchCommitted(_, batch):
+                self.batches.append(batch)
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,5 @@ async def run_cycle(
         max_clock_skew_seconds=max_clock_skew_seconds,
     )
     log = BatchLog()
-    run = CycleRun(run_id=uuid4(), as_of=as_of, observer=log)
-    if stop_requested is not None:
-        run = CycleRun(run_id=run.run_id, as_of=as_of, observer=log, stop_requested=stop_requested)
+    run = CycleRun(as_of=as_of, emit=log, stop_requested=stop_requested or (lambda: False))
     return Outcome(await cycle.run(run), log.batches, log.quarantined)

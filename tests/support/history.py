@@ -5,15 +5,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from uuid import UUID, uuid4
 
-from slot_expiration.store.history_store import CycleOutcome, CycleRecord
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.store.history_store import CycleRecord
 from tests.support.database import SlotDatabase
 
 _ERROR_TYPES = {
     CycleOutcome.FAILED: "TransientStoreError",
     CycleOutcome.MISCONFIGURED: "MisconfiguredStoreError",
     CycleOutcome.CLOCK_SKEW: "ClockSkewError",
-    CycleOutcome.BUDGET_EXCEEDED: "CycleBudgetExceededError",
-    CycleOutcome.INTERRUPTED: "CycleCancelledError",
+    CycleOutcome.BUDGET_EXCEEDED: "TimeoutError",
+    CycleOutcome.INTERRUPTED: "CancelledError",
 }
 
 
@@ -36,7 +37,7 @@ def cycle_record(
         started_at=ended_at - timedelta(milliseconds=40),
         ended_at=ended_at,
         outcome=outcome,
-        stop_reason="failed" if failed else "drained",
+        stop_reason=None if failed else "drained",
         expired_count=expired,
         skipped_locked_count=0,
         failed_count=0,

@@ -8,9 +8,10 @@ from datetime import timedelta
 
 import pytest
 
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.status.report import CycleSummary, Unreadable
 from slot_expiration.store import TransientStoreError
-from slot_expiration.store.history_store import BacklogPoint, CycleOutcome
+from slot_expiration.store.history_store import BacklogPoint
 from slot_expiration.store.quarantine_store import FailedSlot, QuarantineListing
 from slot_expiration.telemetry.http_server import Request
 from slot_expiration.ui.chart import backlog_chart, nice_ceiling

@@ -10,9 +10,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from slot_expiration.cli.errors import ExitCode, fail, reject
-from slot_expiration.cycle import ClockSkewError
 from slot_expiration.domain import SlotRuleError
-from slot_expiration.loop import CycleBudgetExceededError
 from slot_expiration.options import (
     ENV_PREFIX,
     DatabaseOptions,
@@ -64,7 +62,7 @@ def guarded(action: Callable[[], T], options: DatabaseOptions) -> T:
         fail("interrupted", ExitCode.INTERRUPTED)
     except TracingConfigError as exc:
         fail(str(exc), ExitCode.USAGE)
-    except (ClockSkewError, CycleBudgetExceededError, EndpointError) as exc:
+    except EndpointError as exc:
         fail(str(exc), ExitCode.FAILURE, secrets)
 
 

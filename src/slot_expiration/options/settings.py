@@ -122,6 +122,7 @@ class MigrateOptions(DatabaseOptions):
 # skipped ticks (a cycle's own round trips take milliseconds to seconds).
 MIN_INTERVAL_SECONDS: Final = 1.0
 DEFAULT_INTERVAL_SECONDS: Final = 300.0
+DEFAULT_MAX_CLOCK_SKEW_SECONDS: Final = 30.0
 # Two weeks of cycles: 4,032 rows per replica at the default interval.
 DEFAULT_RETENTION_DAYS: Final = 14
 MAX_INSTANCE_ID_CHARS: Final = 200
@@ -213,7 +214,7 @@ class CycleOptions(DatabaseOptions):
             "the database's than this (a fast clock expires bookable slots); a clock behind "
             "is only logged.",
         ),
-    ] = 30.0
+    ] = DEFAULT_MAX_CLOCK_SKEW_SECONDS
     prepared_statements: Annotated[
         bool,
         Field(

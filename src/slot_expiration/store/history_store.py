@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Final, Self
 from uuid import UUID
 
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.store.session import (
     ApplicationName,
     Session,
@@ -25,24 +25,6 @@ from slot_expiration.store.session import (
 # A purge deletes at most this many rows per transaction: one row per cycle per
 # instance is written, so one purge per cycle keeps up with any number of them.
 PURGE_BATCH: Final = 500
-
-
-class CycleOutcome(StrEnum):
-    """How a cycle ended, as the history keeps it."""
-
-    SUCCESS = "success"
-    FAILED = "failed"  # an infrastructure error: time may cure it
-    BUDGET_EXCEEDED = "budget_exceeded"
-    MISCONFIGURED = "misconfigured"  # a login, a grant, a table: a person must act
-    CLOCK_SKEW = "clock_skew"  # the worker's clock ahead of the database's
-    INTERRUPTED = "interrupted"  # stopped at shutdown, its batch in flight rolled back
-
-    @property
-    def needs_a_person(self) -> bool:
-        return self in (CycleOutcome.MISCONFIGURED, CycleOutcome.CLOCK_SKEW)
-
-
-FAILURES: Final = tuple(outcome for outcome in CycleOutcome if outcome is not CycleOutcome.SUCCESS)
 
 
 @dataclass(frozen=True, slots=True)
