@@ -20,7 +20,8 @@ SQLSTATE_FAMILIES below is the whole classification, by full code or by class.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from enum import StrEnum
 from typing import Final
 from uuid import UUID
@@ -190,6 +191,17 @@ def first_line(exc: BaseException) -> str:
         if line.strip():
             return line.strip()
     return type(exc).__name__
+
+
+@contextmanager
+def translated(slot_id: UUID | None = None, *, connecting: bool = False) -> Iterator[None]:
+    """The driver's errors raised in the block as the store's typed errors: the one place
+    they are translated. A row rejection names `slot_id`, the row it was about; a failure
+    while `connecting` is read as a refused or impossible login."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise (translate_connect(exc) if connecting else translate(exc, slot_id)) from exc
 
 
 def translate(exc: psycopg.Error, slot_id: UUID | None = None) -> SlotStoreError:
