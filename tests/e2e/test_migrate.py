@@ -188,6 +188,19 @@ async def test_migrate_sql_changes_nothing_in_the_database_it_is_given(
     assert await public_relations(url) == set()
 
 
+async def test_migrate_sql_reads_no_database_option_so_a_bad_one_never_breaks_it() -> None:
+    unread = {
+        "SLOT_EXPIRATION_DATABASE_URL": "mysql://u:pw@nowhere/db",
+        "SLOT_EXPIRATION_SCHEMA": "s" * 99,
+    }
+
+    done = await run_command("migrate", "--sql", env=unread)
+
+    assert done.returncode == 0, done.describe()
+    assert done.stdout.startswith("-- slot-expiration migrations from empty to ")
+    assert done.stderr == ""
+
+
 async def test_the_printed_script_run_by_psql_builds_what_migrate_builds(
     empty_database_url: str, database_url: str
 ) -> None:

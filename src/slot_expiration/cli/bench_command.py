@@ -11,11 +11,11 @@ import click
 
 from slot_expiration.bench.options import BenchOptionsError, bench_options
 from slot_expiration.bench.store import BENCH_SCHEMA
-from slot_expiration.cli.common import guarded, input_secrets, settings_from
+from slot_expiration.cli.common import guarded, settings_from
 from slot_expiration.cli.demo_command import embedded_server_errors
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.loop import terminate_as_interrupt
-from slot_expiration.options import DatabaseOptions, redact_url, url_secrets
+from slot_expiration.options import DatabaseOptions, redact_url
 
 if TYPE_CHECKING:
     from slot_expiration.bench.report import BenchReport
@@ -71,7 +71,7 @@ def bench(**given: Any) -> None:
     try:
         options = bench_options(**given)
     except BenchOptionsError as exc:
-        fail(str(exc), ExitCode.USAGE, input_secrets())
+        fail(str(exc), ExitCode.USAGE)
     if options.database_url is not None:
         click.echo(
             f"bench: writing to {redact_url(options.database_url)}: schema {BENCH_SCHEMA} is "
@@ -90,7 +90,7 @@ def bench(**given: Any) -> None:
             try:
                 return asyncio.run(run_bench(options, reproduce_command(options), Progress()))
             except BenchError as exc:
-                fail(f"bench: {exc}", ExitCode.FAILURE, url_secrets(options.database_url or ""))
+                fail(f"bench: {exc}", ExitCode.FAILURE)
 
     target = settings_from(DatabaseOptions, environment=False, database_url=options.database_url)
     report = guarded(lambda: embedded_server_errors(run), target)
