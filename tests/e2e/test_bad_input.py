@@ -318,7 +318,7 @@ SPLIT_PASSWORD = ("s3cret", "PW")  # written with an '@' between, unencoded
         ["quarantine", "list"],
         ["slots", "showcase", "--tenant", "8c1e7d54-2f0e-4a7e-9d9a-1c1f2b3c4d5e"],
     ],
-    ids=lambda command: " ".join(command[:2]),
+    ids=lambda command: " ".join(command[:2]),  # the subcommand, not its arguments
 )
 async def test_a_password_with_an_unencoded_at_is_refused_before_any_connection(
     command: list[str], closed_port: int

@@ -22,8 +22,10 @@ from slot_expiration.options import (
     load_settings,
     redact_url,
 )
-from slot_expiration.store import ErrorFamily, SlotStoreError
+from slot_expiration.store import ErrorFamily, SchemaMissingError, SlotStoreError
+from slot_expiration.store.errors import SchemaFix
 from slot_expiration.store.privileges import GrantRefusedError
+from slot_expiration.store.schema_location import slot_table_elsewhere
 from slot_expiration.telemetry.endpoints import EndpointError
 from slot_expiration.telemetry.traces import TracingConfigError
 
@@ -59,13 +61,21 @@ def guarded(action: Callable[[], T], options: DatabaseOptions) -> T:
     except GrantRefusedError as exc:
         fail(str(exc), ExitCode.USAGE)
     except SlotStoreError as exc:
-        fail(store_failure(exc, url), ExitCode.FAILURE)
+        fail(store_failure(located(exc, options), url), ExitCode.FAILURE)
     except asyncio.CancelledError:
         fail("interrupted", ExitCode.INTERRUPTED)
     except TracingConfigError as exc:
         fail(str(exc), ExitCode.USAGE)
     except (ClockSkewError, CycleBudgetExceededError, EndpointError) as exc:
         fail(str(exc), ExitCode.FAILURE)
+
+
+def located(exc: SlotStoreError, options: DatabaseOptions) -> SlotStoreError:
+    """A missing table that migrate would create, unless availability_slots lives in a
+    schema the search_path misses: then that, and how to point at it."""
+    if not isinstance(exc, SchemaMissingError) or exc.fix is SchemaFix.CALENDAR:
+        return exc
+    return slot_table_elsewhere(options.require_database_url()) or exc
 
 
 def store_failure(exc: SlotStoreError, url: str) -> str:

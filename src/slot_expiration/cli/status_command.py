@@ -9,7 +9,7 @@ from typing import NoReturn
 
 import click
 
-from slot_expiration.cli.common import guarded, required_url, settings_from
+from slot_expiration.cli.common import guarded, located, required_url, settings_from
 from slot_expiration.cli.common import store_failure as store_failure_line
 from slot_expiration.cli.option_flags import options
 from slot_expiration.domain import utc_now
@@ -62,7 +62,7 @@ def status(
         click.echo(json.dumps(report.as_json()) if json_output else render_text(report))
         return
     assert isinstance(settings, StatusOptions)  # --check loaded the interval
-    verdict = judge(_checked(collect, url), settings.interval_seconds)
+    verdict = judge(_checked(collect, url, settings), settings.interval_seconds)
     if json_output:
         click.echo(json.dumps({"check": verdict.as_json()}))
     else:
@@ -70,12 +70,14 @@ def status(
     raise SystemExit(int(verdict.level))
 
 
-def _checked(collect: Callable[[], StatusReport], url: str) -> StatusReport:
+def _checked(
+    collect: Callable[[], StatusReport], url: str, settings: StatusOptions
+) -> StatusReport:
     """The report; a database that cannot be read is itself the check's answer."""
     try:
         return collect()
     except SlotStoreError as exc:
-        _critical(store_failure_line(exc, url))
+        _critical(store_failure_line(located(exc, settings), url))
 
 
 def _critical(message: str) -> NoReturn:

@@ -94,7 +94,7 @@ def _migrate(url: str, settings: MigrateOptions) -> MigrationOutcome:
 
 def _migration_sql(settings: MigrationSqlOptions, adopt: bool, from_revision: str | None) -> str:
     from slot_expiration.store import migrate as migrations  # noqa: PLC0415 - Alembic only now
-    from slot_expiration.store.migrate import MigrationError  # noqa: PLC0415
+    from slot_expiration.store.errors import MigrationError  # noqa: PLC0415
 
     try:
         return migrations.upgrade_sql(
@@ -111,6 +111,8 @@ def migration_report(outcome: MigrationOutcome) -> list[str]:
         return [f"the database is ahead of this release ({ahead}): nothing to do"]
     if not outcome.changed:
         return [f"schema already at {outcome.after}: nothing to do"]
+    if outcome.before == outcome.after:
+        return [f"schema at {outcome.after}: repaired what the worker owns", *outcome.notes]
     first = f"schema migrated from {outcome.before or 'empty'} to {outcome.after}"
     if outcome.adopted:
         first += (
