@@ -249,13 +249,6 @@ CASES = [
         r"slot-expiration migrate",
         needs_empty_database=True,
     ),
-    Case(
-        "run-without-schema",
-        lambda t: ["run", "--database-url", t.empty, "--interval-seconds", "1"],
-        FAILURE,
-        r"slot-expiration migrate",
-        needs_empty_database=True,
-    ),
 ]
 
 

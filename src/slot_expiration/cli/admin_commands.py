@@ -46,8 +46,10 @@ def grant(role: str, read_only: bool, revoke_extra: bool, dry_run: bool, **given
     the quarantine table slot_expiration_failures, writing and purging the cycle
     history slot_expiration_cycles, and reading the schema version; with
     --read-only, reading them only. It refuses (exit 2, nothing changed) a role
-    that owns the table, a superuser, and the role running it. Then it says what
-    the role can do, inherited rights included.
+    that owns the table, a superuser, the role running it, a predefined role, and a
+    role that can reach the owner, a superuser or a predefined role that writes
+    through any chain of memberships (naming it). Then it says what the role can do,
+    inherited rights included.
     """
     settings = settings_from(DatabaseOptions, **given)
     url = required_url(settings)
