@@ -13,10 +13,23 @@ from psycopg import sql
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.loop import terminate_as_interrupt
 from slot_expiration.store.migrate import upgrade
+from tests.support.artifact import stale_install_reason
 from tests.support.database import SlotDatabase
 from tests.support.roles import PasswordRole, password_role
 
 TEMPLATE = "slot_template"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite proves what users install: it runs only against the wheel of this checkout,
+    installed non-editable (./scripts/test builds and installs it), never the source tree."""
+    reason = stale_install_reason()
+    if reason is not None:
+        pytest.exit(
+            f"{reason}; the suite runs against the installed wheel: ./scripts/test builds and "
+            "installs it (or: source scripts/lib/setup.sh && ensure_package)",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
 
 
 @pytest.fixture(scope="session")

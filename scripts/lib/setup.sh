@@ -67,6 +67,62 @@ ensure_test_tools() {
     as_root rm -f /usr/sbin/policy-rc.d
 }
 
+# What ./scripts/image needs: podman with the runc runtime, and mmdebstrap for a local Debian
+# base when no registry can be reached.
+IMAGE_TOOLS_PACKAGES="podman runc mmdebstrap"
+
+ensure_image_tools() {
+    command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 \
+        && command -v mmdebstrap >/dev/null 2>&1 && return 0
+    echo "setup: installing the image tools (apt-get install $IMAGE_TOOLS_PACKAGES)" >&2
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        $IMAGE_TOOLS_PACKAGES >/dev/null
+}
+
+# podman's own flags for this machine, one a line: the runc runtime when installed (crun, the
+# default where both are, fails under some cgroup setups), and open-files and process limits
+# within this shell's hard limits. podman's defaults may exceed them, and the runtime then
+# refuses to start the container ("error setting rlimit"); seen here too: a process limit above
+# kernel.pid_max is refused, so it is capped there.
+podman_machine_args() {
+    local files procs pids
+    if command -v runc >/dev/null 2>&1; then printf '%s\n' --runtime runc; fi
+    files="$(ulimit -Hn)"
+    if [ "$files" != unlimited ]; then printf '%s\n' --ulimit "nofile=$files:$files"; fi
+    procs="$(ulimit -Hu)"
+    pids="$(cat /proc/sys/kernel/pid_max 2>/dev/null || echo "$procs")"
+    if [ "$procs" = unlimited ] || [ "$pids" -lt "$procs" ]; then procs="$pids"; fi
+    printf '%s\n' --ulimit "nproc=$procs:$procs"
+}
+
+# A base image with Debian's Python 3, made once from Debian packages through this machine's
+# own apt sources (no registry, no package host named here); prints its name.
+debian_base() {
+    local codename sources name
+    codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
+    name="localhost/slot-expiration-base:${codename:-debian}-python3"
+    if podman image exists "$name"; then
+        echo "image: reusing the local Debian base $name" >&2
+        echo "$name"
+        return 0
+    fi
+    sources=/etc/apt/sources.list.d/debian.sources
+    [ -f "$sources" ] || sources=/etc/apt/sources.list
+    if [ -z "$codename" ] || [ ! -f "$sources" ] || ! command -v mmdebstrap >/dev/null 2>&1; then
+        echo "image: no base: this machine is not Debian with mmdebstrap; set PYTHON_IMAGE to a" \
+            "Python 3.11 image in podman's store" >&2
+        return 1
+    fi
+    echo "image: making $name with mmdebstrap ($codename, minbase, python3; mirror: $sources)" >&2
+    mmdebstrap --quiet --variant=minbase \
+        --include=python3,python3-venv,python-is-python3,ca-certificates \
+        "$codename" - "$sources" \
+        | podman import --quiet --change "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+            - "$name" >/dev/null
+    echo "$name"
+}
+
 # The lock files (./scripts/lock writes them): every package pinned and hashed. ensure_venv
 # installs from them only, so every machine gets the same versions of everything.
 BUILD_LOCK="requirements/build.txt"
@@ -94,7 +150,7 @@ new_venv() {
     }
 }
 
-ensure_venv() {  # $1: what to install: "." (the package) or ".[dev]" (with the dev extra)
+ensure_venv() {  # $1: whose dependencies: "." (the package's) or ".[dev]" (with the dev extra)
     local stamp=".venv/.installed" lock want have
     lock="$(lock_for "$1")" || return
     want="$(install_stamp "$1")"
@@ -103,19 +159,45 @@ ensure_venv() {  # $1: what to install: "." (the package) or ".[dev]" (with the 
     if [ "$have" = "$want" ] || { [ "$1" = "." ] && [ "$have" = "$(install_stamp ".[dev]")" ]; }; then
         return 0
     fi
-    echo "setup: installing the package into a new .venv from $lock" >&2
+    echo "setup: installing the locked dependencies into a new .venv from $lock" >&2
     # A new environment each time: nothing is left over from an older lock.
     new_venv .venv
     .venv/bin/python -m pip install -q --require-hashes -r "$BUILD_LOCK"
     .venv/bin/python -m pip install -q --require-hashes -r "$lock"
+    echo "$want" > "$stamp"
+}
+
+project_version() {
+    "${PYTHON:-python3}" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])'
+}
+
+# The package as users get it: a wheel built from this checkout by the locked build backend
+# (no network, no build isolation), never the source tree. Prints the wheel's path.
+build_wheel() {
+    local wheel="dist/slot_expiration-$(project_version)-py3-none-any.whl"
+    # setuptools reuses build/: a file deleted from src/ would linger in the next wheel.
+    rm -rf build/lib build/bdist.* dist src/*.egg-info
+    .venv/bin/python -m pip wheel -q --no-deps --no-build-isolation --wheel-dir dist . >&2
+    rm -rf build/lib build/bdist.* src/*.egg-info
+    [ -f "$wheel" ] || { echo "setup: the build made no $wheel" >&2; return 1; }
+    echo "$wheel"
+}
+
+install_wheel() {  # $1: the wheel; installed non-editable over whatever .venv held
     # Everything it needs is installed already: the package itself adds nothing unlocked.
-    .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+    .venv/bin/python -m pip install -q --no-deps --force-reinstall "$1"
     if ! .venv/bin/python -m pip check >/dev/null 2>&1; then
         .venv/bin/python -m pip check >&2 || true
-        echo "setup: $lock no longer satisfies pyproject.toml: run ./scripts/lock" >&2
+        echo "setup: the lock files no longer satisfy pyproject.toml: run ./scripts/lock" >&2
         return 1
     fi
-    echo "$want" > "$stamp"
+}
+
+ensure_package() {  # the wheel of this checkout, built and installed into .venv; prints its path
+    local wheel
+    wheel="$(build_wheel)" || return
+    install_wheel "$wheel" || return
+    echo "$wheel"
 }
 
 build_requirements() {  # pyproject's [build-system] requires, one a line

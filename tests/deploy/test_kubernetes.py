@@ -343,7 +343,10 @@ def test_the_overlay_deploys_the_image_tagged_with_the_pyproject_version() -> No
     with (REPOSITORY / "pyproject.toml").open("rb") as file:
         version = tomllib.load(file)["project"]["version"]
 
-    images = {c["image"] for pod in _pod_specs(OVERLAY).values() for c in _containers(pod)}
+    containers = [c for pod in _pod_specs(OVERLAY).values() for c in _containers(pod)]
 
-    assert images == {f"registry.example.com/calendar/slot-expiration:{version}"}
+    assert {c["image"] for c in containers} == {
+        f"registry.example.com/calendar/slot-expiration:{version}"
+    }
+    assert {c["imagePullPolicy"] for c in containers} == {"IfNotPresent"}
     assert {m["metadata"].get("namespace") for m in _manifests(OVERLAY)} == {"calendar"}

@@ -26,6 +26,10 @@ import psycopg
 
 # What users run: the console script installed next to this interpreter.
 PROGRAM = Path(sys.executable).parent / "slot-expiration"
+# The benchmark, as ./scripts/bench runs it: from the repository, beside the installed worker.
+REPOSITORY = Path(__file__).resolve().parents[2]
+BENCH = (sys.executable, "-m", "benchmarks")
+BENCH_ENV = {"PYTHONPATH": str(REPOSITORY)}
 PASSWORD = "s3cretPW"  # noqa: S105 - a test password the server (trust auth) ignores
 ENV_PREFIX = "SLOT_EXPIRATION_"
 # Tells the embedded server where PostgreSQL's binaries are; not a worker option.
@@ -204,12 +208,13 @@ async def started(
     cwd: Path | None = None,
     open_files: tuple[int, int] | None = None,
     prefix: tuple[str, ...] = (),
+    program: tuple[str, ...] = (str(PROGRAM),),
 ) -> AsyncIterator[Running]:
-    """Start `slot-expiration <args>` (behind `prefix`, a wrapper such as faketime);
-    whatever happens, it does not outlive the block."""
+    """Start `slot-expiration <args>` (or another `program`; behind `prefix`, a wrapper such
+    as faketime); whatever happens, it does not outlive the block."""
     process = await asyncio.create_subprocess_exec(
         *prefix,
-        str(PROGRAM),
+        *program,
         *args,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
@@ -218,7 +223,7 @@ async def started(
         cwd=cwd,
         preexec_fn=_child_setup(open_files),
     )
-    running = Running((PROGRAM.name, *args), process)
+    running = Running((Path(program[-1]).name, *args), process)
     try:
         yield running
     finally:
@@ -230,9 +235,10 @@ async def run_command(
     env: Mapping[str, str] | None = None,
     timeout_seconds: float = COMMAND_TIMEOUT_SECONDS,
     prefix: tuple[str, ...] = (),
+    program: tuple[str, ...] = (str(PROGRAM),),
 ) -> Finished:
-    """Run `slot-expiration <args>` to completion within a deadline."""
-    async with started(*args, env=env, prefix=prefix) as command:
+    """Run `slot-expiration <args>` (or another `program`) to completion within a deadline."""
+    async with started(*args, env=env, prefix=prefix, program=program) as command:
         return await command.wait(timeout_seconds)
 
 

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 
 import psycopg
 import pytest
+from benchmarks.pgbench import LoggedTransaction, PgbenchSettings, between, run_pgbench
 
-from slot_expiration.bench.pgbench import LoggedTransaction, PgbenchSettings, between, run_pgbench
 from slot_expiration.store.session import ApplicationName
 from tests.e2e.command import eventually, run_command
 from tests.support.calendar import (

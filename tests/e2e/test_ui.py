@@ -145,7 +145,7 @@ async def test_the_page_shows_cycles_backlog_quarantine_and_schema_in_a_real_bro
 
     async with serving(db.url) as page:
 
-        def look() -> tuple[str, str, list[str], int, bytes]:
+        def look() -> tuple[str, str, list[str], int, str, bytes]:
             with chromium(tmp_path / "profile") as driver:
                 driver.get(page)
                 lang = driver.find_element(By.TAG_NAME, "html").get_attribute("lang") or ""
@@ -154,9 +154,13 @@ async def test_the_page_shows_cycles_backlog_quarantine_and_schema_in_a_real_bro
                     for th in driver.find_elements(By.CSS_SELECTOR, "thead th")
                 ]
                 dots = len(driver.find_elements(By.CSS_SELECTOR, "svg circle"))
-                return lang, _text(driver), scopes, dots, full_page_png(driver)
+                # A rule of the installed page.css, applied: the stylesheet shipped and loaded.
+                radius = driver.execute_script(
+                    "return getComputedStyle(document.querySelector('section')).borderRadius"
+                )
+                return lang, _text(driver), scopes, dots, str(radius), full_page_png(driver)
 
-        lang, text, scopes, dots, png = await asyncio.to_thread(look)
+        lang, text, scopes, dots, radius, png = await asyncio.to_thread(look)
 
     assert lang == "en"
     assert "Recent cycles" in text
@@ -169,6 +173,7 @@ async def test_the_page_shows_cycles_backlog_quarantine_and_schema_in_a_real_bro
     assert "Schema and index" in text
     assert set(scopes) == {"col"}
     assert dots >= 60  # the backlog's points over six hours
+    assert radius == "6px"  # page.css: section { border-radius: 6px }
     _save_screenshot(png)
 
 

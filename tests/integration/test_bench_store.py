@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from benchmarks.dataset import reference_time, table_spec
+from benchmarks.plan import TableShape
+from benchmarks.store import BenchSchemaExistsError, BenchStore
 
-from slot_expiration.bench.dataset import reference_time, table_spec
-from slot_expiration.bench.plan import TableShape
-from slot_expiration.bench.store import BenchSchemaExistsError, BenchStore
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.store import Selection
 from tests.support.database import SlotDatabase

@@ -7,8 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
-
-from slot_expiration.bench.beside import (
+from benchmarks.beside import (
     ConditionRun,
     Drained,
     Drainer,
@@ -20,10 +19,10 @@ from slot_expiration.bench.beside import (
     window_of,
     worker_timing,
 )
-from slot_expiration.bench.context import BenchContext, BenchError, Progress, WorkerPace
-from slot_expiration.bench.drain_rate_section import rate_ratio
-from slot_expiration.bench.pgbench import LoggedTransaction
-from slot_expiration.bench.plan import Mode, plan_for
+from benchmarks.context import BenchContext, BenchError, Progress, WorkerPace
+from benchmarks.drain_rate_section import rate_ratio
+from benchmarks.pgbench import LoggedTransaction
+from benchmarks.plan import Mode, plan_for
 
 AS_OF = datetime(2026, 12, 4, 8, 0, tzinfo=UTC)
 WORKER = Drainer(DrainKind.WORKER, 500)

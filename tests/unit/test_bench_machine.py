@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from slot_expiration.bench.machine import busy_share, cpu_busy, cpu_times
+from benchmarks.machine import busy_share, cpu_busy, cpu_times
 
 BEFORE = "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\n"
 AFTER = "cpu  250 0 100 900 50 0 0 0 0 0\ncpu0 125 0 50 450 25 0 0 0 0 0\n"

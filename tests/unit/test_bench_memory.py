@@ -6,8 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from slot_expiration.bench.memory import parse_status, resident
+from benchmarks.memory import parse_status, resident
 
 STATUS = """Name:\tpython3
 VmPeak:\t  300000 kB

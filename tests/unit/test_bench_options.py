@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from slot_expiration.bench.options import (
+from benchmarks.options import (
     DEFAULT_JSON_OUT,
     BenchOptions,
     BenchOptionsError,
@@ -19,7 +18,7 @@ from slot_expiration.bench.options import (
     parse_sections,
     reproduce_command,
 )
-from slot_expiration.bench.plan import Mode, Section
+from benchmarks.plan import Mode, Section
 
 
 def test_no_flag_is_the_default_run_and_each_flag_its_mode() -> None:
@@ -96,7 +95,7 @@ def test_the_command_that_reproduces_a_run_hides_the_password() -> None:
     command = reproduce_command(options)
 
     assert command == (
-        "slot-expiration bench --full --sections e "
+        "./scripts/bench --full --sections e "
         "--database-url 'postgresql://u:***@h:5432/db' --json-out out/e.json"
     )
 
@@ -104,22 +103,20 @@ def test_the_command_that_reproduces_a_run_hides_the_password() -> None:
 def test_the_command_names_the_workers_prepared_statements_when_asked_for() -> None:
     options = BenchOptions(Mode.QUICK, tuple(Section), DEFAULT_JSON_OUT, None, WorkerTuning(True))
 
-    assert reproduce_command(options) == "slot-expiration bench --quick --prepared-statements"
+    assert reproduce_command(options) == "./scripts/bench --quick --prepared-statements"
 
 
 def test_the_command_names_the_workers_batch_pause_when_one_is_set() -> None:
     tuning = WorkerTuning(batch_pause_seconds=0.02)
     options = BenchOptions(Mode.DEFAULT, (Section.BOOKING,), DEFAULT_JSON_OUT, None, tuning)
 
-    assert reproduce_command(options) == (
-        "slot-expiration bench --sections d --batch-pause-seconds 0.02"
-    )
+    assert reproduce_command(options) == ("./scripts/bench --sections d --batch-pause-seconds 0.02")
 
 
 def test_the_command_of_a_default_run_is_the_bare_command() -> None:
     options = BenchOptions(Mode.DEFAULT, tuple(Section), DEFAULT_JSON_OUT, None)
 
-    assert reproduce_command(options) == "slot-expiration bench"
+    assert reproduce_command(options) == "./scripts/bench"
 
 
 def test_server_settings_are_name_value_pairs_each_name_once() -> None:
@@ -151,5 +148,5 @@ def test_the_command_names_the_server_settings_given() -> None:
     )
 
     assert reproduce_command(options) == (
-        "slot-expiration bench --sections d --server-setting a=1 --server-setting b=2"
+        "./scripts/bench --sections d --server-setting a=1 --server-setting b=2"
     )

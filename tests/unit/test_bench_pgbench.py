@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from slot_expiration.bench.beside import booking_variables
-from slot_expiration.bench.pgbench import (
+from benchmarks.beside import booking_variables
+from benchmarks.pgbench import (
     PgbenchSettings,
     between,
     booking_script,
@@ -16,7 +15,8 @@ from slot_expiration.bench.pgbench import (
     pgbench_argv,
     pgbench_statement,
 )
-from slot_expiration.bench.store import booking_statements
+from benchmarks.store import booking_statements
+
 from slot_expiration.store.queries import query
 
 

@@ -6,22 +6,21 @@ from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from slot_expiration.bench.database import (
+from benchmarks.database import (
     BENCH_SERVER_SETTINGS,
     bench_url,
     reported_settings,
     server_settings,
 )
-from slot_expiration.bench.dataset import (
+from benchmarks.dataset import (
     HISTORY_SHARE,
     coprime_stride,
     reference_time,
     table_spec,
 )
-from slot_expiration.bench.plan import Mode, TableShape, plan_for
+from benchmarks.plan import Mode, TableShape, plan_for
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize("mode", list(Mode))

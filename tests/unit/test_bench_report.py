@@ -7,17 +7,16 @@ import json
 from dataclasses import replace
 
 import pytest
-
-from slot_expiration.bench.batch_section import BatchComparison
-from slot_expiration.bench.beside import BookingLatency, Condition
-from slot_expiration.bench.booking_section import BookingInterference
-from slot_expiration.bench.drain_rate_section import BatchSizeDrains, DrainRates
-from slot_expiration.bench.drain_section import DrainComparison, DrainRun
-from slot_expiration.bench.growth_section import Growth, GrowthPoint, PhaseTiming
-from slot_expiration.bench.memory_section import MemoryProfile
-from slot_expiration.bench.options import WorkerTuning
-from slot_expiration.bench.parallel_section import ParallelDrain
-from slot_expiration.bench.report import (
+from benchmarks.batch_section import BatchComparison
+from benchmarks.beside import BookingLatency, Condition
+from benchmarks.booking_section import BookingInterference
+from benchmarks.drain_rate_section import BatchSizeDrains, DrainRates
+from benchmarks.drain_section import DrainComparison, DrainRun
+from benchmarks.growth_section import Growth, GrowthPoint, PhaseTiming
+from benchmarks.memory_section import MemoryProfile
+from benchmarks.options import WorkerTuning
+from benchmarks.parallel_section import ParallelDrain
+from benchmarks.report import (
     HEADER,
     BenchReport,
     BenchResults,
@@ -27,8 +26,8 @@ from slot_expiration.bench.report import (
     table_rows,
     to_json,
 )
-from slot_expiration.bench.stats import Distribution, Spread
-from slot_expiration.bench.targets import (
+from benchmarks.stats import Distribution, Spread
+from benchmarks.targets import (
     BATCH_RATIO,
     DRAIN_RATE,
     GROWTH_RATIO,
@@ -166,7 +165,7 @@ RESULTS = BenchResults(
 )
 FACTS = RunFacts(
     mode="default",
-    command="slot-expiration bench",
+    command="./scripts/bench",
     database="embedded PostgreSQL on port 5555",
     embedded=True,
     started_at="2026-12-03T07:00:00+00:00",
@@ -200,7 +199,7 @@ def test_the_table_has_the_header_and_a_row_for_every_section() -> None:
 def test_the_header_says_what_ran_where_and_the_load_it_ran_under() -> None:
     markdown = render_markdown(REPORT)
 
-    assert "`slot-expiration bench` on embedded PostgreSQL on port 5555" in markdown
+    assert "`./scripts/bench` on embedded PostgreSQL on port 5555" in markdown
     assert "the CPUs were 12% busy with other work" in markdown
     assert "load average (1, 5, 15 min): 0.25 / 0.50 / 0.75" in markdown
     assert "a 0.50 -> 1.50, 0, 1, 12 s" in markdown

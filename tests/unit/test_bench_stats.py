@@ -7,10 +7,9 @@ import math
 import statistics
 
 import pytest
+from benchmarks.stats import Distribution, Spread, percentile, rate, ratio
 from hypothesis import given
 from hypothesis import strategies as st
-
-from slot_expiration.bench.stats import Distribution, Spread, percentile, rate, ratio
 
 SAMPLES = st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=1)
 

@@ -30,4 +30,4 @@ def test_the_shared_error_path_does_not_load_the_embedded_server(module: str) ->
 def test_the_store_holds_only_the_products_persistence() -> None:
     loaded = _loaded_after("slot_expiration.store")
 
-    assert not {name for name in loaded if name.startswith("slot_expiration.bench")}
+    assert not {name for name in loaded if name.startswith("benchmarks")}

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from importlib.resources import files
-from pathlib import Path
 
 import pytest
+from benchmarks.store import bench_query
 
-from slot_expiration.bench.store import bench_query
 from slot_expiration.store.queries import load_queries, parse_queries, query
 
 USED_BY_SLOT_STORE = (
@@ -55,14 +53,6 @@ def test_the_store_package_holds_no_other_sql_file_than_those_listed() -> None:
     found = [e.name for e in files("slot_expiration.store").iterdir() if e.name.endswith(".sql")]
 
     assert sorted(found) == sorted(SQL_FILES)
-
-
-def test_every_sql_file_ships_in_the_package_data() -> None:
-    """A statement the code names must exist in an installed wheel too, not only here."""
-    pyproject = Path(__file__).parents[2] / "pyproject.toml"
-    shipped = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]
-
-    assert {"store/*.sql", "bench/*.sql"} <= set(shipped["slot_expiration"])
 
 
 def test_statement_names_are_unique_across_the_sql_files() -> None:

@@ -11,7 +11,6 @@ import sys
 import click
 
 from slot_expiration.cli.admin_commands import grant
-from slot_expiration.cli.bench_command import bench
 from slot_expiration.cli.common import with_typed_urls_redacted
 from slot_expiration.cli.demo_command import demo
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
@@ -35,7 +34,7 @@ def cli(ctx: click.Context) -> None:
         print_unknown_variables()
 
 
-for command in (migrate, grant, once, run, quarantine, slots, demo, status, ui, bench):
+for command in (migrate, grant, once, run, quarantine, slots, demo, status, ui):
     cli.add_command(command)
 
 

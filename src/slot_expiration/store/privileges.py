@@ -8,8 +8,9 @@ its needs. What the role holds through a membership (or PUBLIC) is reported,
 not touched. It refuses a role that owns the table, is a superuser, or is the
 one running it, and one that can become such a role (or a predefined role that
 writes any table) through a chain of memberships, INHERIT or not: such a role
-can do everything anyway, and "exactly" would be a lie. The statements are the templates of privileges.sql; only identifiers and
-privilege keywords of a fixed list are filled in, by psycopg.sql.
+can do everything anyway, and "exactly" would be a lie. The statements are the
+templates of privileges.sql; only identifiers and privilege keywords of a fixed
+list are filled in, by psycopg.sql.
 """
 
 from __future__ import annotations

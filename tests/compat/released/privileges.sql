@@ -14,7 +14,9 @@ SELECT r.oid AS role_oid,
        pg_has_role(current_user, c.relowner, 'MEMBER') AS we_act_as_owner,
        r.oid IS NOT NULL AND pg_has_role(r.oid, c.relowner, 'MEMBER') AS role_acts_as_owner,
        coalesce(r.rolsuper, false) AS role_is_superuser,
-       r.rolname IN (current_user, session_user) AS role_is_connecting
+       r.rolname IN (current_user, session_user) AS role_is_connecting,
+       -- pg_read_all_data and the like: PostgreSQL reserves the pg_ prefix for them.
+       starts_with(r.rolname, 'pg_') AS role_is_predefined
 FROM pg_class AS c
 JOIN pg_namespace AS n ON n.oid = c.relnamespace
 LEFT JOIN pg_roles AS r ON r.rolname = %(role)s
@@ -49,7 +51,7 @@ relations AS (
     FROM pg_class AS c
     WHERE c.oid IN (
         to_regclass('availability_slots'), to_regclass('slot_expiration_failures'),
-        to_regclass('slot_expiration_alembic_version')
+        to_regclass('slot_expiration_alembic_version'), to_regclass('slot_expiration_cycles')
     )
 ),
 asked AS (

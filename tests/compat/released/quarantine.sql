@@ -5,7 +5,8 @@
 -- name: quarantine_rows
 -- Record the rows the database rejected in this batch, in the batch's own
 -- transaction: the selection passes over each until its next attempt. The
--- first failure is kept; the rest reflects the latest attempt.
+-- first failure is kept; the rest reflects the latest attempt. An entry that
+-- had ended (its slot came back to Available) starts over.
 INSERT INTO slot_expiration_failures AS q
     (slot_id, attempts, first_failed_at, last_failed_at, next_attempt_at, sqlstate, message)
 SELECT r.slot_id, r.attempts, %(now)s, %(now)s, r.next_attempt_at, r.sqlstate, r.message
@@ -15,49 +16,132 @@ FROM unnest(
 ) AS r (slot_id, attempts, next_attempt_at, sqlstate, message)
 ON CONFLICT (slot_id) DO UPDATE SET
     attempts = excluded.attempts,
+    first_failed_at = CASE WHEN q.ended_at IS NULL THEN q.first_failed_at
+                           ELSE excluded.first_failed_at END,
     last_failed_at = excluded.last_failed_at,
     next_attempt_at = excluded.next_attempt_at,
     sqlstate = excluded.sqlstate,
-    message = excluded.message;
+    message = excluded.message,
+    parked_at = NULL,
+    ended_at = NULL,
+    ended_status = NULL;
 
 -- name: release_rows
--- Rows of this batch that expired leave the quarantine with it.
-DELETE FROM slot_expiration_failures WHERE slot_id = ANY (%(ids)s::uuid[]);
+-- Rows of this batch that expired end their quarantine with it; the entry is
+-- kept, ended, for the retention period (`quarantine list --history`).
+UPDATE slot_expiration_failures
+SET ended_at = %(now)s, ended_status = 'Expired'
+WHERE slot_id = ANY (%(ids)s::uuid[]) AND ended_at IS NULL;
 
--- name: purge_quarantine
+-- name: end_departed_entries
 -- A quarantined slot that left Available some other way (booked, archived)
--- is no longer the worker's business. Entries another worker is purging
--- right now are passed over, never waited for.
+-- is no longer the worker's business: its entry ends, keeping the status the
+-- slot left for. Entries another worker is ending right now are passed over,
+-- never waited for.
+UPDATE slot_expiration_failures AS q
+SET ended_at = %(now)s, ended_status = s.status
+FROM availability_slots AS s
+WHERE s.id = q.slot_id
+  AND q.slot_id IN (
+      SELECT d.slot_id
+      FROM slot_expiration_failures AS d
+      JOIN availability_slots AS ds ON ds.id = d.slot_id
+      WHERE d.ended_at IS NULL AND ds.status <> 'Available'
+      FOR UPDATE OF d SKIP LOCKED
+  );
+
+-- name: purge_ended_quarantine
+-- Entries that ended before `cutoff` (the retention), at most `limit` per
+-- transaction. Active entries, which the selection reads, are never touched.
+DELETE FROM slot_expiration_failures
+WHERE slot_id IN (
+    SELECT slot_id FROM slot_expiration_failures
+    WHERE ended_at < %(cutoff)s
+    ORDER BY ended_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+);
+
+-- name: forget_deleted_slots
+-- A quarantined slot the calendar deleted leaves nothing to keep (an adopted
+-- table has no foreign key to cascade, migration 0002): its entry goes.
+-- Entries another worker is forgetting right now are passed over.
 DELETE FROM slot_expiration_failures
 WHERE slot_id IN (
     SELECT q.slot_id
     FROM slot_expiration_failures AS q
-    JOIN availability_slots AS s ON s.id = q.slot_id
-    WHERE s.status <> 'Available'
+    LEFT JOIN availability_slots AS s ON s.id = q.slot_id
+    WHERE s.id IS NULL
     FOR UPDATE OF q SKIP LOCKED
 );
 
 -- name: retry_quarantined
 -- Make quarantined slots due at once (after the data was fixed): the next
--- cycle tries them again. Their count of attempts is kept.
+-- cycle tries them again. Their count of attempts is kept. Named slots are
+-- unparked; --all leaves parked ones parked.
 UPDATE slot_expiration_failures
-SET next_attempt_at = %(now)s
-WHERE %(all)s OR slot_id = ANY (%(ids)s::uuid[])
+SET next_attempt_at = %(now)s, parked_at = NULL
+WHERE ended_at IS NULL
+  AND (slot_id = ANY (%(ids)s::uuid[]) OR (%(all)s AND parked_at IS NULL))
 RETURNING slot_id;
+
+-- name: park_quarantined
+-- Stop retrying these slots until `quarantine retry` names them: the
+-- selection passes over a parked entry whatever its next attempt, and the
+-- worker's count of quarantined slots leaves it out.
+UPDATE slot_expiration_failures
+SET parked_at = coalesce(parked_at, %(now)s)
+WHERE ended_at IS NULL AND slot_id = ANY (%(ids)s::uuid[])
+RETURNING slot_id;
+
+-- fragment: listing_filter
+-- `quarantine list`'s filters; NULL: any.
+(%(sqlstate)s::text IS NULL OR q.sqlstate = %(sqlstate)s)
+AND (%(tenant_id)s::uuid IS NULL OR s.tenant_id = %(tenant_id)s)
 
 -- name: quarantine_list
 -- The quarantine, latest failure first: only slots that are still Available
--- (the others are purged by the next cycle and are no longer the worker's).
+-- (the others end at the next cycle and are no longer the worker's), parked
+-- ones included.
 SELECT q.slot_id, s.tenant_id, q.attempts, q.first_failed_at, q.last_failed_at,
-       q.next_attempt_at, q.sqlstate, q.message
+       q.next_attempt_at, q.sqlstate, q.message, q.parked_at
 FROM slot_expiration_failures AS q
 JOIN availability_slots AS s ON s.id = q.slot_id
-WHERE s.status = 'Available'
+WHERE q.ended_at IS NULL AND s.status = 'Available'
+  AND
+  -- include: listing_filter
 ORDER BY q.last_failed_at DESC, q.slot_id
 LIMIT %(limit)s;
 
 -- name: quarantine_total
+-- How many entries are listed, how many of them are parked, and since when the
+-- oldest of the others has been failing.
+SELECT count(*), count(*) FILTER (WHERE q.parked_at IS NOT NULL),
+       min(q.first_failed_at) FILTER (WHERE q.parked_at IS NULL)
+FROM slot_expiration_failures AS q
+JOIN availability_slots AS s ON s.id = q.slot_id
+WHERE q.ended_at IS NULL AND s.status = 'Available'
+  AND
+  -- include: listing_filter
+;
+
+-- name: quarantine_ended
+-- Entries that ended (kept for the retention period), the latest end first.
+SELECT q.slot_id, s.tenant_id, q.attempts, q.first_failed_at, q.last_failed_at,
+       q.sqlstate, q.message, q.parked_at, q.ended_at, q.ended_status
+FROM slot_expiration_failures AS q
+JOIN availability_slots AS s ON s.id = q.slot_id
+WHERE q.ended_at IS NOT NULL
+  AND
+  -- include: listing_filter
+ORDER BY q.ended_at DESC, q.slot_id
+LIMIT %(limit)s;
+
+-- name: count_quarantined
+-- What the worker reports after each cycle (the quarantined_slots gauge):
+-- slots in quarantine, still Available and not parked. The quarantine holds
+-- poison rows only: a handful of key lookups.
 SELECT count(*)
 FROM slot_expiration_failures AS q
 JOIN availability_slots AS s ON s.id = q.slot_id
-WHERE s.status = 'Available';
+WHERE q.ended_at IS NULL AND q.parked_at IS NULL AND s.status = 'Available';

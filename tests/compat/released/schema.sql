@@ -1,6 +1,7 @@
 -- The schema as the worker needs it: the calendar's table contract, and what a
 -- cycle needs of the role it runs as. Run by slot_store (each cycle's
--- preflight) and status_store (the schema section of `status`).
+-- preflight), status_store (the schema section of `status`) and migrate
+-- (whether an existing availability_slots can be adopted: migrate.sql).
 
 -- fragment: slot_table_contract
 -- The table contract of availability_slots (the spec): its columns, their
@@ -32,17 +33,23 @@ SELECT * FROM (VALUES
     (9, 'slot_expiration_failures', NULL, 'INSERT'),
     (10, 'slot_expiration_failures', NULL, 'UPDATE'),
     (11, 'slot_expiration_failures', NULL, 'DELETE'),
-    (12, 'slot_expiration_alembic_version', NULL, 'SELECT')
+    (12, 'slot_expiration_alembic_version', NULL, 'SELECT'),
+    -- The cycle history: a row per cycle, and the purge past the retention
+    -- (a plain DELETE, whose WHERE reads the rows: SELECT too).
+    (13, 'slot_expiration_cycles', NULL, 'SELECT'),
+    (14, 'slot_expiration_cycles', NULL, 'INSERT'),
+    (15, 'slot_expiration_cycles', NULL, 'DELETE')
 ) AS requirement (ordinal, relation, column_name, privilege)
 
 -- fragment: reader_requirements
--- What the read-only views need (`status`, `quarantine list`, /readyz): the
--- tables they read. Sessions of other roles show their state in `status`
+-- What the read-only views need (`status`, `quarantine list`, `ui`, /readyz):
+-- the tables they read. Sessions of other roles show their state in `status`
 -- only with pg_read_all_stats, which only a superuser can grant.
 SELECT * FROM (VALUES
     (1, 'availability_slots', NULL, 'SELECT'),
     (2, 'slot_expiration_failures', NULL, 'SELECT'),
-    (3, 'slot_expiration_alembic_version', NULL, 'SELECT')
+    (3, 'slot_expiration_alembic_version', NULL, 'SELECT'),
+    (4, 'slot_expiration_cycles', NULL, 'SELECT')
 ) AS requirement (ordinal, relation, column_name, privilege)
 
 -- fragment: worker_requirement_problems
@@ -78,20 +85,21 @@ GROUP BY p.problem
 -- The migration the schema is at (Alembic's own history table of the worker).
 SELECT version_num FROM slot_expiration_alembic_version;
 
--- name: contract_mismatches
--- How availability_slots differs from the contract, one line each, in
--- contract order; no row when it fits (extra columns are the calendar's own).
-SELECT problem FROM (
-    SELECT 0 AS ordinal, 'table availability_slots does not exist' AS problem
-    WHERE to_regclass('availability_slots') IS NULL
-    UNION ALL
+-- fragment: contract_mismatch_rows
+-- How availability_slots differs from the contract, one (ordinal, problem)
+-- row each, in contract order; no row when it fits (extra columns, indexes,
+-- constraints and triggers are the calendar's own). The catalog only: cheap.
+SELECT 0 AS ordinal, 'table availability_slots does not exist' AS problem
+WHERE to_regclass('availability_slots') IS NULL
+UNION ALL
+SELECT columns.ordinal, columns.problem FROM (
     SELECT c.ordinal, CASE
         WHEN a.attname IS NULL THEN format('column %s is missing', c.column_name)
         WHEN format_type(a.atttypid, a.atttypmod) <> c.data_type
             THEN format('column %s is %s, not %s', c.column_name,
                         format_type(a.atttypid, a.atttypmod), c.data_type)
         WHEN NOT a.attnotnull THEN format('column %s is nullable, not NOT NULL', c.column_name)
-    END
+    END AS problem
     FROM (
         -- include: slot_table_contract
     ) AS c
@@ -99,14 +107,86 @@ SELECT problem FROM (
         ON a.attrelid = to_regclass('availability_slots') AND a.attname = c.column_name
        AND NOT a.attisdropped
     WHERE to_regclass('availability_slots') IS NOT NULL
+) AS columns
+WHERE columns.problem IS NOT NULL
+UNION ALL
+-- `id uuid primary key`: the worker and its quarantine find a slot by id alone.
+SELECT 10, 'column id is not the primary key'
+WHERE EXISTS (
+    SELECT FROM pg_attribute
+    WHERE attrelid = to_regclass('availability_slots') AND attname = 'id' AND NOT attisdropped
+) AND NOT EXISTS (
+    SELECT FROM pg_index AS i
+    JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+    WHERE i.indrelid = to_regclass('availability_slots') AND i.indisprimary
+      AND i.indnkeyatts = 1 AND a.attname = 'id'
+)
+
+-- fragment: status_value_rows
+-- The contract's "status text with exactly the values Available, Booked,
+-- Expired, Archived", as (ordinal, problem) rows: values the rows hold beyond
+-- the four (a full read of the table, which blocks no write), and check
+-- constraints on status alone that refuse one of the four (each evaluated by
+-- the server on that value: query_to_xml runs the constraint's own
+-- expression, from the catalog, over a one-row relation named like the
+-- table). Only when the column is text (status_column_is_text).
+SELECT 20 AS ordinal,
+       format('column status holds values outside the contract: %s',
+              string_agg(quote_literal(found.status), ', ' ORDER BY found.status)) AS problem
+FROM (
+    SELECT DISTINCT status FROM availability_slots
+    WHERE status NOT IN ('Available', 'Booked', 'Expired', 'Archived')
 ) AS found
-WHERE problem IS NOT NULL
+HAVING count(*) > 0
+UNION ALL
+SELECT 20 + v.ordinal, format('check constraint %s refuses status %L', c.conname, v.status)
+FROM pg_constraint AS c
+CROSS JOIN (VALUES (1, 'Available'), (2, 'Booked'), (3, 'Expired'), (4, 'Archived'))
+    AS v (ordinal, status)
+WHERE c.conrelid = to_regclass('availability_slots') AND c.contype = 'c'
+  AND c.conkey = ARRAY[(
+      SELECT attnum FROM pg_attribute WHERE attrelid = c.conrelid AND attname = 'status'
+  )]
+  -- A CHECK passes on true or NULL; a NULL result leaves no element in the XML.
+  AND NOT coalesce((xpath('/row/passes/text()', query_to_xml(
+      format('SELECT (%s) AS passes FROM (SELECT %L::text AS status) AS availability_slots',
+             pg_get_expr(c.conbin, c.conrelid), v.status),
+      false, true, ''
+  )))[1]::text::boolean, true)
+
+-- fragment: status_column_is_text
+-- Whether the status values can be read at all (status_value_rows names the
+-- column, and compares it with text).
+SELECT EXISTS (
+    SELECT FROM pg_attribute
+    WHERE attrelid = to_regclass('availability_slots') AND attname = 'status'
+      AND NOT attisdropped AND atttypid = 'text'::regtype
+)
+
+-- name: status_column_is_text
+-- include: status_column_is_text
+;
+
+-- name: contract_mismatches
+-- How availability_slots differs from the contract, one line each, in
+-- contract order; no row when it fits.
+SELECT problem FROM (
+    -- include: contract_mismatch_rows
+) AS found
+ORDER BY ordinal;
+
+-- name: status_value_mismatches
+-- The status values that break the contract (status_value_rows), one line each.
+SELECT problem FROM (
+    -- include: status_value_rows
+) AS found
 ORDER BY ordinal;
 
 -- name: worker_tables_missing
 -- The worker's own tables that do not exist (the migrations create them).
 SELECT name FROM (VALUES
-    ('slot_expiration_failures'), ('slot_expiration_alembic_version')
+    ('slot_expiration_failures'), ('slot_expiration_alembic_version'),
+    ('slot_expiration_cycles')
 ) AS own (name)
 WHERE to_regclass(name) IS NULL
 ORDER BY name;

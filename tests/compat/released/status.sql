@@ -2,23 +2,12 @@
 -- worker's /readyz. Only slot_expiration.store.status_store runs them; they
 -- only read, in read-only transactions.
 
--- name: status_counts_by_status
-SELECT status, count(*) AS slots FROM availability_slots GROUP BY status;
-
--- name: status_backlog_capped
--- Available slots whose start has passed, counted up to `cap` (an index-only
--- walk that stops there, as cheap as the worker's own count after a cycle).
-SELECT count(*) FROM (
-    SELECT FROM availability_slots
-    WHERE status = 'Available' AND start_at <= %(as_of)s
-    LIMIT %(cap)s
-) AS due;
-
 -- name: status_oldest_overdue
--- The Available slot whose start passed longest ago, quarantined or not.
+-- The Available slot whose start passed longest ago, quarantined or not (an entry
+-- that ended, kept for the history, is not a quarantine).
 SELECT s.id, s.tenant_id, s.start_at, q.slot_id IS NOT NULL AS quarantined
 FROM availability_slots AS s
-LEFT JOIN slot_expiration_failures AS q ON q.slot_id = s.id
+LEFT JOIN slot_expiration_failures AS q ON q.slot_id = s.id AND q.ended_at IS NULL
 WHERE s.status = 'Available' AND s.start_at <= %(as_of)s
 ORDER BY s.start_at, s.id
 LIMIT 1;
@@ -39,6 +28,17 @@ SELECT c.relname::text AS table_name, i.indisvalid, pg_get_indexdef(i.indexrelid
 FROM pg_index AS i
 JOIN pg_class AS c ON c.oid = i.indrelid
 WHERE i.indexrelid = to_regclass('ix_availability_slots_status_start');
+
+-- name: status_slot_table_size
+-- How big the slot table is: its rows counted exactly up to `cap` (a short
+-- walk that stops there: enough to tell a table too small to judge its plan),
+-- the planner's estimate (NULL before the first ANALYZE or VACUUM) and its
+-- size on disk, indexes and TOAST included.
+SELECT (SELECT count(*) FROM (SELECT FROM availability_slots LIMIT %(cap)s) AS r) AS counted,
+       CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint END AS rows_estimate,
+       pg_total_relation_size(c.oid) AS total_bytes
+FROM pg_class AS c
+WHERE c.oid = to_regclass('availability_slots');
 
 -- name: status_explain_selection
 -- The plan of the worker's selection (the same text as expire_batch's pick),

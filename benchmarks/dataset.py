@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from slot_expiration.bench.plan import TableShape
-from slot_expiration.bench.store import BenchStore, SlotTableSpec, TableStats
+from benchmarks.plan import TableShape
+from benchmarks.store import BenchStore, SlotTableSpec, TableStats
 
 # Of the rows that are not the backlog: this share is history (before the
 # backlog), the rest future slots. "Mostly future slots", as a calendar is.

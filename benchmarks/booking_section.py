@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from slot_expiration.bench.beside import (
+from benchmarks.beside import (
     Condition,
     Drainer,
     DrainKind,
@@ -25,8 +25,8 @@ from slot_expiration.bench.beside import (
     p99_ratio,
     run_rounds,
 )
-from slot_expiration.bench.context import BenchContext
-from slot_expiration.bench.stats import Spread
+from benchmarks.context import BenchContext
+from benchmarks.stats import Spread
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,15 +15,15 @@ import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
-from slot_expiration.bench.context import BenchContext, BenchError
-from slot_expiration.bench.dataset import restore_backlog
-from slot_expiration.bench.processes import (
+from benchmarks.context import BenchContext, BenchError
+from benchmarks.dataset import restore_backlog
+from benchmarks.processes import (
     WorkerProcess,
     once_summary,
     worker_process,
 )
-from slot_expiration.bench.stats import rate
-from slot_expiration.bench.store import BenchStore
+from benchmarks.stats import rate
+from benchmarks.store import BenchStore
 
 GATE_WAIT_SECONDS = 120.0
 _POLL_SECONDS = 0.02

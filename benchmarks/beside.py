@@ -25,18 +25,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from slot_expiration.bench.context import BenchContext, BenchError, WorkerPace
-from slot_expiration.bench.dataset import restore_backlog
-from slot_expiration.bench.pgbench import (
+from benchmarks.context import BenchContext, BenchError, WorkerPace
+from benchmarks.dataset import restore_backlog
+from benchmarks.pgbench import (
     LoggedTransaction,
     PgbenchSettings,
     between,
     booking_script,
     run_pgbench,
 )
-from slot_expiration.bench.processes import event_time, once_summary, worker_process
-from slot_expiration.bench.stats import Distribution, Spread, rate, ratio
-from slot_expiration.bench.store import booking_statements
+from benchmarks.processes import event_time, once_summary, worker_process
+from benchmarks.stats import Distribution, Spread, rate, ratio
+from benchmarks.store import booking_statements
 from slot_expiration.domain import BOOK, sources_of
 from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
 from slot_expiration.slots.options import SlotOptions

@@ -31,7 +31,7 @@ BENCH_SCHEMA = "slot_expiration_bench"
 def bench_query(name: str) -> LiteralString:
     """A statement of bench.sql, or else the product's own of the same name (the
     benchmark measures the worker's statements too)."""
-    return load_package_queries("slot_expiration.bench").get(name) or query(name)
+    return load_package_queries("benchmarks").get(name) or query(name)
 
 
 class BenchSchemaExistsError(SlotStoreError):

@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager, suppress
 from datetime import datetime
 from typing import Any
 
-from slot_expiration.bench.context import BenchError
+from benchmarks.context import BenchError
 from slot_expiration.options import ENV_PREFIX
 
 # Where PostgreSQL's binaries are: not a worker option, kept.

@@ -8,10 +8,10 @@ import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 
-from slot_expiration.bench.context import BenchContext, BenchError
-from slot_expiration.bench.dataset import restore_backlog
-from slot_expiration.bench.stats import rate, ratio
-from slot_expiration.bench.timing import BatchRecorder, bare_batch, worker_cycle
+from benchmarks.context import BenchContext, BenchError
+from benchmarks.dataset import restore_backlog
+from benchmarks.stats import rate, ratio
+from benchmarks.timing import BatchRecorder, bare_batch, worker_cycle
 from slot_expiration.cycle import StopReason
 
 # Batches at the start and at the end of a drain, to show how a batch's cost moves

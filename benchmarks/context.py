@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TextIO
 
-from slot_expiration.bench.options import WorkerTuning
-from slot_expiration.bench.plan import BenchPlan
-from slot_expiration.bench.store import BenchStore
-from slot_expiration.bench.timing import DRAIN_BUDGET_SECONDS, worker_options
+from benchmarks.options import WorkerTuning
+from benchmarks.plan import BenchPlan
+from benchmarks.store import BenchStore
+from benchmarks.timing import DRAIN_BUDGET_SECONDS, worker_options
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
 from slot_expiration.options import WorkerOptions
 from slot_expiration.store import Selection

@@ -1,4 +1,4 @@
--- The statements of `slot-expiration bench`, by name: the bare batch statement
+-- The statements of the benchmark (`./scripts/bench`), by name: the bare batch statement
 -- the worker is measured against, the bulk load of a realistic table, and what
 -- the benchmark needs to set up, reset and inspect its own schema. Only
 -- slot_expiration.bench.store runs them. The benchmark works in a schema

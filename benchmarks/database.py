@@ -15,7 +15,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from slot_expiration.bench.store import BENCH_SCHEMA, BenchStore
+from benchmarks.store import BENCH_SCHEMA, BenchStore
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.options import redact_url
 from slot_expiration.store.schema_version import upgrade

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from slot_expiration.bench.beside import (
+from benchmarks.beside import (
     Condition,
     ConditionRun,
     Drainer,
@@ -26,8 +26,8 @@ from slot_expiration.bench.beside import (
     condition,
     run_rounds,
 )
-from slot_expiration.bench.context import BenchContext
-from slot_expiration.bench.stats import Spread, rate, ratio
+from benchmarks.context import BenchContext
+from benchmarks.stats import Spread, rate, ratio
 
 
 @dataclass(frozen=True, slots=True)

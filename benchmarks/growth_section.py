@@ -26,11 +26,11 @@ import statistics
 from dataclasses import dataclass
 from datetime import timedelta
 
-from slot_expiration.bench.batch_section import alternate
-from slot_expiration.bench.context import BenchContext
-from slot_expiration.bench.dataset import load_table, restore_backlog
-from slot_expiration.bench.stats import Distribution, Spread, ratio
-from slot_expiration.bench.timing import BatchRecorder
+from benchmarks.batch_section import alternate
+from benchmarks.context import BenchContext
+from benchmarks.dataset import load_table, restore_backlog
+from benchmarks.stats import Distribution, Spread, ratio
+from benchmarks.timing import BatchRecorder
 
 _MIB = 1024 * 1024
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slot_expiration.bench.context import BenchError
+from benchmarks.context import BenchError
 from slot_expiration.embedded import find_bindir
 
 _PARAMETER = re.compile(r"%\((?P<name>[a-z_][a-z0-9_]*)\)s")

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from slot_expiration.bench.context import BenchContext, BenchError
-from slot_expiration.bench.dataset import restore_backlog
-from slot_expiration.bench.stats import Distribution, ratio
-from slot_expiration.bench.timing import (
+from benchmarks.context import BenchContext, BenchError
+from benchmarks.dataset import restore_backlog
+from benchmarks.stats import Distribution, ratio
+from benchmarks.timing import (
     BatchRecorder,
     bare_batch,
     bare_batches,

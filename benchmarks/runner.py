@@ -9,21 +9,21 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from slot_expiration.bench.batch_section import measure_batches
-from slot_expiration.bench.booking_section import measure_bookings
-from slot_expiration.bench.context import BenchContext, Progress
-from slot_expiration.bench.database import bench_database, reported_settings
-from slot_expiration.bench.dataset import LoadedTable, load_table, reference_time
-from slot_expiration.bench.drain_rate_section import measure_drain_rates
-from slot_expiration.bench.drain_section import measure_drains
-from slot_expiration.bench.growth_section import measure_growth
-from slot_expiration.bench.machine import cpu_busy
-from slot_expiration.bench.memory_section import measure_memory
-from slot_expiration.bench.options import BenchOptions
-from slot_expiration.bench.parallel_section import measure_parallel
-from slot_expiration.bench.plan import Section, plan_for
-from slot_expiration.bench.report import BenchReport, BenchResults, Conditions, RunFacts
-from slot_expiration.bench.store import BenchStore
+from benchmarks.batch_section import measure_batches
+from benchmarks.booking_section import measure_bookings
+from benchmarks.context import BenchContext, Progress
+from benchmarks.database import bench_database, reported_settings
+from benchmarks.dataset import LoadedTable, load_table, reference_time
+from benchmarks.drain_rate_section import measure_drain_rates
+from benchmarks.drain_section import measure_drains
+from benchmarks.growth_section import measure_growth
+from benchmarks.machine import cpu_busy
+from benchmarks.memory_section import measure_memory
+from benchmarks.options import BenchOptions
+from benchmarks.parallel_section import measure_parallel
+from benchmarks.plan import Section, plan_for
+from benchmarks.report import BenchReport, BenchResults, Conditions, RunFacts
+from benchmarks.store import BenchStore
 
 BUSY_SAMPLE_SECONDS = 3.0
 _RESULT_FIELD = {

@@ -11,9 +11,9 @@ import asyncio
 import statistics
 from dataclasses import dataclass
 
-from slot_expiration.bench.context import BenchContext, BenchError
-from slot_expiration.bench.memory import Resident, resident
-from slot_expiration.bench.processes import WorkerProcess, worker_process
+from benchmarks.context import BenchContext, BenchError
+from benchmarks.memory import Resident, resident
+from benchmarks.processes import WorkerProcess, worker_process
 
 SAMPLE_SECONDS = 0.02
 INTERVAL_SECONDS = 1.0  # the worker's tick while it is watched

@@ -1,27 +1,34 @@
-"""`slot-expiration bench`: the worker measured against the bare SQL floor, beside a
-booking load and on growing tables; a Markdown table on stdout, the figures as JSON."""
+"""`./scripts/bench` (`python -m benchmarks`): the worker measured against the bare SQL floor,
+beside a booking load and on growing tables; a Markdown table on stdout, the figures as JSON.
+
+The benchmark lives beside the product, not in it: it drives the installed `slot-expiration`
+(its store, its cycle, its command in subprocesses) and ships in no wheel or image."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any
+import sys
+from typing import Any
 
 import click
 
-from slot_expiration.bench.options import BenchOptionsError, bench_options
-from slot_expiration.bench.store import BENCH_SCHEMA
-from slot_expiration.cli.common import guarded, settings_from
+from benchmarks.context import BenchError, Progress
+from benchmarks.options import BenchOptionsError, bench_options, reproduce_command
+from benchmarks.report import BenchReport, render_markdown, to_json
+from benchmarks.runner import run_bench
+from benchmarks.store import BENCH_SCHEMA
+from slot_expiration.cli.common import guarded, settings_from, with_typed_urls_redacted
 from slot_expiration.cli.demo_command import embedded_server_errors
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.loop import terminate_as_interrupt
 from slot_expiration.options import DatabaseOptions, redact_url
 
-if TYPE_CHECKING:
-    from slot_expiration.bench.report import BenchReport
 
-
-@click.command()
+@click.command(
+    name="bench",
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option("--quick", is_flag=True, help="A small smoke run (under a minute), as CI runs it.")
 @click.option(
     "--full",
@@ -78,12 +85,6 @@ def bench(**given: Any) -> None:
             "created there, filled and dropped at the end",
             err=True,
         )
-    # Imported here, not with the command line: the worker's own processes
-    # (`run`, `once`) must not carry the benchmark in their memory.
-    from slot_expiration.bench.context import BenchError, Progress  # noqa: PLC0415
-    from slot_expiration.bench.options import reproduce_command  # noqa: PLC0415
-    from slot_expiration.bench.report import render_markdown, to_json  # noqa: PLC0415
-    from slot_expiration.bench.runner import run_bench  # noqa: PLC0415
 
     def run() -> BenchReport:
         with terminate_as_interrupt():
@@ -97,3 +98,15 @@ def bench(**given: Any) -> None:
     options.json_out.write_text(json.dumps(to_json(report), indent=2) + "\n", encoding="utf-8")
     click.echo(render_markdown(report))
     click.echo(f"Figures written to {options.json_out}.")
+
+
+def main() -> None:
+    """`python -m benchmarks`: click's own usage errors become one line, as the product's."""
+    try:
+        code = bench.main(prog_name="bench", standalone_mode=False)
+    except click.ClickException as exc:
+        fail(with_typed_urls_redacted(exc.format_message()), ExitCode.USAGE)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        print("bench: interrupted", file=sys.stderr)
+        raise SystemExit(ExitCode.INTERRUPTED) from None
+    raise SystemExit(code if isinstance(code, int) else ExitCode.OK)

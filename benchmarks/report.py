@@ -7,18 +7,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from slot_expiration.bench.batch_section import BatchComparison
-from slot_expiration.bench.beside import Condition
-from slot_expiration.bench.booking_section import BookingInterference
-from slot_expiration.bench.dataset import LoadedTable
-from slot_expiration.bench.drain_rate_section import BatchSizeDrains, DrainRates
-from slot_expiration.bench.drain_section import DrainComparison
-from slot_expiration.bench.growth_section import Growth, GrowthPoint
-from slot_expiration.bench.memory_section import MemoryProfile
-from slot_expiration.bench.options import WorkerTuning
-from slot_expiration.bench.parallel_section import ParallelDrain
-from slot_expiration.bench.stats import Distribution, Spread, ratio
-from slot_expiration.bench.targets import (
+from benchmarks.batch_section import BatchComparison
+from benchmarks.beside import Condition
+from benchmarks.booking_section import BookingInterference
+from benchmarks.dataset import LoadedTable
+from benchmarks.drain_rate_section import BatchSizeDrains, DrainRates
+from benchmarks.drain_section import DrainComparison
+from benchmarks.growth_section import Growth, GrowthPoint
+from benchmarks.memory_section import MemoryProfile
+from benchmarks.options import WorkerTuning
+from benchmarks.parallel_section import ParallelDrain
+from benchmarks.stats import Distribution, Spread, ratio
+from benchmarks.targets import (
     BATCH_RATIO,
     BOOKING_P99,
     DRAIN_RATE,
@@ -127,7 +127,7 @@ def render_markdown(report: BenchReport) -> str:
     pause = facts.worker.batch_pause_seconds
     paced = f"a pause of {pause:g} s between batches" if pause else "no pause between batches"
     lines = [
-        f"## slot-expiration bench ({facts.mode})",
+        f"## ./scripts/bench ({facts.mode})",
         "",
         f"`{facts.command}` on {facts.database} (PostgreSQL {facts.server_version}), "
         f"{facts.cpus} CPUs, {facts.seconds:.0f} s, started {facts.started_at}; the worker's "

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slot_expiration.bench.plan import Mode, Section
+from benchmarks.plan import Mode, Section
 from slot_expiration.options.settings import check_database_url, redact_url
 
 DEFAULT_JSON_OUT = Path("bench-results.json")
@@ -135,7 +135,7 @@ def check_url(url: str | None) -> str | None:
 
 def reproduce_command(options: BenchOptions) -> str:
     """The command line that runs the same benchmark again (a password shown as ***)."""
-    parts = ["slot-expiration", "bench"]
+    parts = ["./scripts/bench"]
     if options.mode is not Mode.DEFAULT:
         parts.append(f"--{options.mode.value}")
     if options.sections != tuple(Section):

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
-from slot_expiration.bench.options import WorkerTuning
-from slot_expiration.bench.store import BenchStore
+from benchmarks.options import WorkerTuning
+from benchmarks.store import BenchStore
 from slot_expiration.cycle import BatchResult, CycleResult
 from slot_expiration.loop import observed_cycle
 from slot_expiration.options import WorkerOptions, load_options

@@ -1,0 +1,102 @@
+-- The cycle history (slot_expiration_cycles): one row per cycle, written by
+-- the worker once the cycle ended, purged past the retention; read by
+-- `status` and `ui`. Only slot_expiration.store.history_store runs them.
+
+-- name: record_cycle
+INSERT INTO slot_expiration_cycles
+    (run_id, instance, as_of, started_at, ended_at, outcome, stop_reason, expired_count,
+     skipped_locked_count, failed_count, batches, duration_ms, backlog, clock_skew_seconds,
+     error_type, sqlstate, error)
+VALUES
+    (%(run_id)s, %(instance)s, %(as_of)s, %(started_at)s, %(ended_at)s, %(outcome)s,
+     %(stop_reason)s, %(expired_count)s, %(skipped_locked_count)s, %(failed_count)s,
+     %(batches)s, %(duration_ms)s, %(backlog)s, %(clock_skew_seconds)s, %(error_type)s,
+     %(sqlstate)s, %(error)s);
+
+-- name: purge_cycle_history
+-- At most `limit` rows older than `cutoff`, by their physical address: a
+-- plain delete, so the worker needs no UPDATE on the history (a FOR UPDATE
+-- would). Two instances purging at once: the second waits for the first's
+-- few rows to commit (milliseconds), then finds them gone. Nothing a cycle
+-- reads or locks is touched.
+DELETE FROM slot_expiration_cycles
+WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM slot_expiration_cycles
+    WHERE ended_at < %(cutoff)s
+    ORDER BY ended_at
+    LIMIT %(limit)s
+))
+AND ended_at < %(cutoff)s;
+
+-- fragment: cycle_columns
+h.run_id, h.instance, h.as_of, h.started_at, h.ended_at, h.outcome, h.stop_reason,
+h.expired_count, h.skipped_locked_count, h.failed_count, h.batches, h.duration_ms, h.backlog,
+h.clock_skew_seconds, h.error_type, h.sqlstate, h.error
+
+-- name: history_latest_with_outcome
+-- The latest cycle whose outcome is one of `outcomes`.
+SELECT
+    -- include: cycle_columns
+FROM slot_expiration_cycles AS h
+WHERE h.outcome = ANY (%(outcomes)s::text[])
+ORDER BY h.ended_at DESC, h.run_id
+LIMIT 1;
+
+-- name: history_recent
+-- The latest cycles of every instance, newest first.
+SELECT
+    -- include: cycle_columns
+FROM slot_expiration_cycles AS h
+ORDER BY h.ended_at DESC, h.run_id
+LIMIT %(limit)s;
+
+-- name: history_latest_per_instance
+-- Each instance's latest cycle that ended since `since`.
+SELECT DISTINCT ON (h.instance)
+    -- include: cycle_columns
+FROM slot_expiration_cycles AS h
+WHERE h.ended_at >= %(since)s
+ORDER BY h.instance, h.ended_at DESC, h.run_id;
+
+-- name: history_outcomes_since
+-- Cycles that ended since `since`, counted per instance and outcome.
+SELECT h.instance, h.outcome, count(*) AS cycles
+FROM slot_expiration_cycles AS h
+WHERE h.ended_at >= %(since)s
+GROUP BY h.instance, h.outcome
+ORDER BY h.instance, h.outcome;
+
+-- name: history_backlog_since
+-- The backlog cycles left, per bucket of `bucket_seconds` (the largest in it:
+-- every instance counts the same backlog), oldest first: a chart's points,
+-- however many cycles ran.
+SELECT to_timestamp(
+           floor(extract(epoch FROM h.ended_at) / %(bucket_seconds)s) * %(bucket_seconds)s
+       ) AS bucket,
+       max(h.backlog) AS backlog
+FROM slot_expiration_cycles AS h
+WHERE h.ended_at >= %(since)s AND h.backlog IS NOT NULL
+GROUP BY 1
+ORDER BY 1;
+
+-- name: history_backlog_before
+-- The backlog left by the latest cycle that ended at or before `at` or, where the
+-- history is younger than that, by its oldest cycle: the point `status --check`
+-- measures the backlog's trend from, as the backlog alert's `delta(...[30m:])` does.
+-- Each branch is one probe of ix_slot_expiration_cycles_ended_at.
+SELECT candidate.ended_at, candidate.backlog
+FROM (
+    (SELECT h.ended_at, h.backlog, 0 AS preference
+     FROM slot_expiration_cycles AS h
+     WHERE h.ended_at <= %(at)s AND h.backlog IS NOT NULL
+     ORDER BY h.ended_at DESC
+     LIMIT 1)
+    UNION ALL
+    (SELECT h.ended_at, h.backlog, 1 AS preference
+     FROM slot_expiration_cycles AS h
+     WHERE h.backlog IS NOT NULL
+     ORDER BY h.ended_at
+     LIMIT 1)
+) AS candidate
+ORDER BY candidate.preference
+LIMIT 1;

@@ -1,0 +1,137 @@
+"""What users install, as the suite sees it: the package's tracked files, the wheel built from
+them, and the copy installed into the test environment (never the source tree).
+
+`./scripts/test` builds the wheel once, installs it non-editable into `.venv` and names it in
+`SUITE_WHEEL`; every tier then imports and runs that install. The guard in tests/conftest.py
+refuses to start when the install is editable or is not this checkout's code, so a test can
+never pass against a stale or different artifact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import slot_expiration
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+SOURCE = REPOSITORY / "src"
+PACKAGE = "slot_expiration"
+WHEEL_VARIABLE = "SUITE_WHEEL"
+IMAGE_VARIABLE = "SUITE_IMAGE"
+
+
+def tracked_package_files() -> list[str]:
+    """The package's files under git, as paths inside the wheel (`slot_expiration/...`)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--", f"src/{PACKAGE}"],
+        cwd=REPOSITORY,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    names = [name for name in listed.stdout.decode().split("\0") if name]
+    return sorted(name.removeprefix("src/") for name in names)
+
+
+def wheel_package_files(wheel: Path) -> list[str]:
+    """The wheel's files, its `.dist-info` metadata left out."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    return sorted(name for name in names if ".dist-info/" not in name)
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    missing: list[str]  # tracked, not in the artifact
+    stray: list[str]  # in the artifact, not tracked
+
+    def __bool__(self) -> bool:
+        return bool(self.missing or self.stray)
+
+    def describe(self) -> str:
+        return f"missing {self.missing or 'nothing'}; stray {self.stray or 'nothing'}"
+
+
+def compare(tracked: list[str], shipped: list[str]) -> Difference:
+    return Difference(
+        missing=sorted(set(tracked) - set(shipped)), stray=sorted(set(shipped) - set(tracked))
+    )
+
+
+def installed_package() -> Path:
+    return Path(slot_expiration.__file__).resolve().parent
+
+
+def _source_files(root: Path) -> dict[str, str]:
+    """{path below `root`: sha256} of the package's files, bytecode caches left out."""
+    found: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_dir() or "__pycache__" in path.parts or path.suffix == ".pyc":
+            continue
+        found[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def stale_install_reason() -> str | None:
+    """Why the imported package is not this checkout's code as a wheel installs it, if so."""
+    installed = installed_package()
+    if installed.is_relative_to(SOURCE):
+        return (
+            f"{PACKAGE} is imported from the source tree ({installed}), not from an installed wheel"
+        )
+    here, there = _source_files(SOURCE / PACKAGE), _source_files(installed)
+    changed = sorted(
+        {name for name in here.keys() | there.keys() if here.get(name) != there.get(name)}
+    )
+    if changed:
+        shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+        return f"the installed {PACKAGE} ({installed}) differs from src/ in {shown}"
+    return None
+
+
+def suite_wheel() -> Path | None:
+    """The wheel ./scripts/test built and installed, when it ran this suite."""
+    named = os.environ.get(WHEEL_VARIABLE)
+    return Path(named) if named else None
+
+
+def build_wheel(destination: Path, package_data: list[str] | None = None) -> Path:
+    """A wheel of the tracked files (a clean copy: nothing local gets in), built as
+    ./scripts/test builds it: the locked build backend, no isolation, no network.
+    `package_data` replaces pyproject.toml's package data globs (to test the test)."""
+    tree = destination / "tree"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPOSITORY, capture_output=True, check=True, timeout=60
+    )
+    for name in (n for n in listed.stdout.decode().split("\0") if n):
+        source = REPOSITORY / name
+        if source.is_file():
+            target = tree / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+    if package_data is not None:
+        pyproject = tree / "pyproject.toml"
+        text = pyproject.read_text(encoding="utf-8")
+        globs = ", ".join(f'"{glob}"' for glob in package_data)
+        replaced = re.sub(r"(?m)^slot_expiration = \[.*\]$", f"slot_expiration = [{globs}]", text)
+        assert replaced != text, "pyproject.toml's package data is not one line"
+        pyproject.write_text(replaced, encoding="utf-8")
+    out = destination / "dist"
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"),
+            *("--wheel-dir", str(out), str(tree)),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = out.glob(f"{PACKAGE}-*.whl")
+    return wheel
