@@ -97,7 +97,9 @@ def with_typed_urls_redacted(message: str) -> str:
     given = [value for name, value in os.environ.items() if name.startswith(ENV_PREFIX)]
     # `--option=value` carries the value after the first '='.
     typed = [part for arg in sys.argv[1:] for part in (arg, arg.partition("=")[2])]
-    # The longest first: a URL inside a longer argument goes with that argument.
+    # The longest first: a URL inside a longer argument goes with that argument. Quoted
+    # as repr() quotes it too (click's "{value!r} is not a valid boolean", say).
     for text in sorted({t for t in [*given, *typed] if "://" in t}, key=len, reverse=True):
-        message = message.replace(text, redact_url(text))
+        shown = redact_url(text)
+        message = message.replace(text, shown).replace(repr(text)[1:-1], repr(shown)[1:-1])
     return message

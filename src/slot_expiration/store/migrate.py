@@ -7,9 +7,13 @@ find the schema at head), then reads where the database stands:
 
 - a revision ahead of this release (a newer release migrated first): nothing to
   do, and said so; migrations only add, so this release runs on it;
+- no availability_slots on the search_path, but one in another schema: the
+  calendar's, never duplicated: refused, saying how to point at it;
 - an existing availability_slots never migrated by us: the calendar's table. It
   is adopted only if it fits the table contract and migrate may add the worker's
-  objects beside it; otherwise every problem is named and nothing is changed.
+  objects beside it; otherwise every problem is named and nothing is changed;
+- a schema migrated before: what the worker owns and is missing at its revision is
+  created again first (a repair: _repair), then the newer migrations run.
 
 `upgrade_sql` prints the SQL instead of running it (Alembic's offline mode), for
 a DBA to review; it cannot look at the database (see migration_context).
@@ -67,7 +71,8 @@ OnWait = Callable[[], None]
 
 @dataclass(frozen=True, slots=True)
 class MigrationOutcome:
-    """What `upgrade` found and did. `notes`: what adoption kept or left out."""
+    """What `upgrade` found and did. `notes`: what a repair created again, what adoption
+    kept or left out."""
 
     before: str | None
     after: str | None
@@ -75,7 +80,6 @@ class MigrationOutcome:
     ahead: bool = False  # a newer release's schema: nothing was done
     waited: bool = False  # another migrate held the lock first
     notes: tuple[str, ...] = ()
-
     repaired: bool = False  # what the worker owns was missing or altered, and is again
 
     @property
@@ -153,15 +157,20 @@ def upgrade(
     *,
     lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS,
     on_wait: OnWait | None = None,
+    sandbox: bool = False,
 ) -> MigrationOutcome:
     """Bring the schema to the newest revision; a no-op when it is there or ahead.
 
     `on_wait` is told once when another migrate holds the lock and this one waits.
+    `sandbox`: the search_path's first schema is a scratch calendar of its own (the
+    benchmark's), whose availability_slots is created there even though another
+    schema holds the calendar's; `migrate` itself never passes it.
     """
     head = _head()
     with _translated(), migration_lock(database_url, on_wait) as (session, waited):
         start = _starting_point(session)
-        _require_slot_table_on_the_search_path(session, start)
+        if not sandbox:
+            _require_slot_table_on_the_search_path(session, start)
         position = position_of(start.revision, head)
         if position is SchemaPosition.AHEAD:
             return MigrationOutcome(start.revision, start.revision, ahead=True, waited=waited)
