@@ -339,8 +339,9 @@ def test_redact_url_of_an_unparsable_url_shows_nothing_of_it() -> None:
     assert redact_url(f"postgresql://u:{PASSWORD}@[::1/db") == "<invalid URL>"
 
 
-# libpq's strings end at a NUL: a URL carrying one is not valid (shown as <invalid URL>).
-_NO_NUL = st.characters(blacklist_characters="\x00")
+# What a URL can carry to libpq: UTF-8 text (no lone surrogate), and no NUL, where libpq's
+# strings end (a URL carrying one is not valid: shown as <invalid URL>).
+_NO_NUL = st.characters(codec="utf-8", blacklist_characters="\x00")
 
 
 @given(password=st.text(_NO_NUL, min_size=1, max_size=40).map(lambda text: "Pw" + text))
