@@ -18,11 +18,11 @@ from benchmarks.options import BenchOptionsError, bench_options, reproduce_comma
 from benchmarks.report import BenchReport, render_markdown, to_json
 from benchmarks.runner import run_bench
 from benchmarks.store import BENCH_SCHEMA
-from slot_expiration.cli.common import guarded, input_secrets, settings_from
+from slot_expiration.cli.common import guarded, settings_from, with_typed_urls_redacted
 from slot_expiration.cli.demo_command import embedded_server_errors
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.loop import terminate_as_interrupt
-from slot_expiration.options import DatabaseOptions, redact_url, url_secrets
+from slot_expiration.options import DatabaseOptions, redact_url
 
 
 @click.command(
@@ -78,7 +78,7 @@ def bench(**given: Any) -> None:
     try:
         options = bench_options(**given)
     except BenchOptionsError as exc:
-        fail(str(exc), ExitCode.USAGE, input_secrets())
+        fail(str(exc), ExitCode.USAGE)
     if options.database_url is not None:
         click.echo(
             f"bench: writing to {redact_url(options.database_url)}: schema {BENCH_SCHEMA} is "
@@ -91,7 +91,7 @@ def bench(**given: Any) -> None:
             try:
                 return asyncio.run(run_bench(options, reproduce_command(options), Progress()))
             except BenchError as exc:
-                fail(f"bench: {exc}", ExitCode.FAILURE, url_secrets(options.database_url or ""))
+                fail(f"bench: {exc}", ExitCode.FAILURE)
 
     target = settings_from(DatabaseOptions, environment=False, database_url=options.database_url)
     report = guarded(lambda: embedded_server_errors(run), target)
@@ -105,7 +105,7 @@ def main() -> None:
     try:
         code = bench.main(prog_name="bench", standalone_mode=False)
     except click.ClickException as exc:
-        fail(exc.format_message(), ExitCode.USAGE, input_secrets())
+        fail(with_typed_urls_redacted(exc.format_message()), ExitCode.USAGE)
     except (click.exceptions.Abort, KeyboardInterrupt):
         print("bench: interrupted", file=sys.stderr)
         raise SystemExit(ExitCode.INTERRUPTED) from None

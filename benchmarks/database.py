@@ -101,7 +101,8 @@ async def bench_database(
             await store.create_schema()
         try:
             url = bench_url(base)
-            await asyncio.to_thread(upgrade, url)
+            # A calendar of its own beside the user's (whose table is in another schema).
+            await asyncio.to_thread(upgrade, url, sandbox=True)
             async with BenchStore.connect(url) as store:
                 await store.require_bench_schema()
             yield BenchDatabase(url=url, where=where, embedded=embedded)

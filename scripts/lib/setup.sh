@@ -35,18 +35,29 @@ ensure_postgres() {
 # server (metrics, alert rules), pgbouncer (a pooler in transaction mode), systemd-analyze
 # (the systemd unit of the deploy kit), faketime (a worker whose clock runs ahead),
 # Chromium and its WebDriver (the `ui` page in a real headless browser; Selenium drives
-# Debian's builds, nothing downloads a browser).
+# Debian's builds, nothing downloads a browser), and pg_partman for the server the suite
+# starts (a calendar partitioned by month, as pg_partman keeps it).
 TEST_TOOLS_PACKAGES="prometheus pgbouncer systemd faketime chromium chromium-driver"
 
+# The major version of the newest Debian server binaries (the embedded server's choice).
+postgres_major() {
+    local initdb
+    initdb="$(compgen -G "/usr/lib/postgresql/*/bin/initdb" | sort -V | tail -1)"
+    basename "$(dirname "$(dirname "$initdb")")"
+}
+
 ensure_test_tools() {
-    local missing=""
+    local missing="" major
+    major="$(postgres_major)"
     command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || missing="prometheus"
     command -v pgbouncer >/dev/null 2>&1 || missing="$missing pgbouncer"
     command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
     command -v faketime >/dev/null 2>&1 || missing="$missing faketime"
     command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
     command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
+    [ -e "/usr/share/postgresql/$major/extension/pg_partman.control" ] || missing="$missing partman"
     [ -z "$missing" ] && return 0
+    TEST_TOOLS_PACKAGES="$TEST_TOOLS_PACKAGES postgresql-$major-partman"
     echo "setup: installing test tools (apt-get install $TEST_TOOLS_PACKAGES)" >&2
     as_root apt-get update -qq
     # Only the binaries: no service is started (policy-rc.d refuses it), none is left running.

@@ -249,13 +249,6 @@ CASES = [
         r"slot-expiration migrate",
         needs_empty_database=True,
     ),
-    Case(
-        "run-without-schema",
-        lambda t: ["run", "--database-url", t.empty, "--interval-seconds", "1"],
-        FAILURE,
-        r"slot-expiration migrate",
-        needs_empty_database=True,
-    ),
 ]
 
 
@@ -302,3 +295,63 @@ async def test_bad_input_fails_with_one_line_and_writes_nothing(
         assert await db.rows() == before
     if empty:
         assert await public_relations(empty) == set()
+
+
+SPLIT_PASSWORD = ("s3cret", "PW")  # written with an '@' between, unencoded
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["once"],
+        ["run"],
+        ["migrate"],
+        ["status"],
+        ["grant", "--role", "worker"],
+        ["quarantine", "list"],
+        ["slots", "showcase", "--tenant", "8c1e7d54-2f0e-4a7e-9d9a-1c1f2b3c4d5e"],
+    ],
+    ids=lambda command: " ".join(command[:2]),  # the subcommand, not its arguments
+)
+async def test_a_password_with_an_unencoded_at_is_refused_before_any_connection(
+    command: list[str], closed_port: int
+) -> None:
+    # libpq would read the password as "s3cret" and the host as "PW@127.0.0.1" (looked
+    # up, and quoted by every error); hostaddr keeps any lookup off the network.
+    url = (
+        f"postgresql://postgres:{'@'.join(SPLIT_PASSWORD)}@127.0.0.1:{closed_port}/calendar"
+        "?hostaddr=127.0.0.1"
+    )
+
+    done = await run_command(*command, "--database-url", url)
+
+    assert done.returncode == USAGE, done.describe()
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("slot-expiration: error: --database-url / SLOT_EXPIRATION_DATABASE_URL")
+    assert "percent-encode each '@' and '/'" in line
+    assert not any(part in done.stderr for part in SPLIT_PASSWORD), done.describe()
+
+
+async def test_a_connection_error_shows_the_url_rebuilt_without_masking_the_rest(
+    pg_server: EmbeddedPostgres,
+) -> None:
+    # Masking the text "x" once printed `does not e***ist`.
+    url = f"postgresql://postgres:x@127.0.0.1:{pg_server.port}/no_such_db?application_name=xx"
+
+    done = await run_command("once", "--database-url", url)
+
+    assert done.returncode == FAILURE, done.describe()
+    (line,) = done.stderr.splitlines()
+    shown = f"postgresql://postgres:***@127.0.0.1:{pg_server.port}/no_such_db?application_name=xx"
+    assert line.startswith(f"slot-expiration: error: cannot connect to the database ({shown}): ")
+    assert 'database "no_such_db" does not exist' in line
+
+
+async def test_a_url_typed_where_a_choice_is_expected_is_shown_without_its_password(
+    seeded_url: str,
+) -> None:
+    done = await run_command("once", "--database-url", seeded_url, "--log-format", seeded_url)
+
+    assert done.returncode == USAGE, done.describe()
+    assert PASSWORD not in done.stderr
+    assert "postgres:***@127.0.0.1" in done.stderr, done.describe()

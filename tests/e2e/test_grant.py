@@ -7,6 +7,7 @@ import json
 import signal
 
 import pytest
+from psycopg import sql
 
 from slot_expiration.domain import SlotStatus
 from tests.e2e.command import event_names, run_command, started
@@ -128,3 +129,35 @@ async def test_grant_refuses_the_connecting_role_with_one_line_and_exit_2(
         "slot-expiration: error: role 'postgres' is the role running grant: the worker must "
         "log in as another; nothing was changed"
     ]
+
+
+async def test_grant_refuses_a_role_a_membership_makes_a_superuser_naming_the_chain(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    ops = f"{role.name}_ops"
+    await db.execute(sql.SQL("CREATE ROLE {} SUPERUSER").format(sql.Identifier(ops)))
+    await db.execute(
+        sql.SQL("GRANT {} TO {}").format(sql.Identifier(ops), sql.Identifier(role.name))
+    )
+    try:
+        done = await run_command("grant", "--role", role.name, "--database-url", db.url)
+    finally:
+        await db.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(ops)))
+
+    assert done.returncode == 2, done.describe()
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        f"slot-expiration: error: role '{role.name}' can reach '{ops}', a superuser, who can "
+        f"do everything, through its memberships {role.name} -> {ops} "
+    )
+    assert await _privileges(db, role.name) == 0
+
+
+async def _privileges(db: SlotDatabase, role: str) -> int:
+    cursor = await db.conn.execute(
+        "SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = %s", [role]
+    )
+    row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0])

@@ -16,6 +16,7 @@ from tests.support.calendar import (
     IndexShape,
     calendar_snapshot,
     create_calendar_table,
+    schema_shape,
     worker_relations,
 )
 from tests.support.database import SlotDatabase
@@ -115,7 +116,8 @@ async def test_migrate_refuses_a_misfit_table_in_one_line_exit_1_and_changes_not
     assert done.stdout == ""
     assert done.stderr == (
         "slot-expiration: error: the existing availability_slots cannot be adopted, nothing "
-        "changed: column status is missing; column version is numeric, not integer\n"
+        "changed: column status is missing; column version is numeric, not an integer type "
+        "(smallint, integer or bigint)\n"
     )
     assert calendar_snapshot(empty_database_url) == before
     assert worker_relations(empty_database_url) == set()
@@ -188,6 +190,19 @@ async def test_migrate_sql_changes_nothing_in_the_database_it_is_given(
     assert await public_relations(url) == set()
 
 
+async def test_migrate_sql_reads_no_database_option_so_a_bad_one_never_breaks_it() -> None:
+    unread = {
+        "SLOT_EXPIRATION_DATABASE_URL": "mysql://u:pw@nowhere/db",
+        "SLOT_EXPIRATION_SCHEMA": "s" * 99,
+    }
+
+    done = await run_command("migrate", "--sql", env=unread)
+
+    assert done.returncode == 0, done.describe()
+    assert done.stdout.startswith("-- slot-expiration migrations from empty to ")
+    assert done.stderr == ""
+
+
 async def test_the_printed_script_run_by_psql_builds_what_migrate_builds(
     empty_database_url: str, database_url: str
 ) -> None:
@@ -196,7 +211,7 @@ async def test_the_printed_script_run_by_psql_builds_what_migrate_builds(
     ran = run_psql(empty_database_url, printed.stdout)
 
     assert ran.returncode == 0, ran.stderr
-    assert await _schema_shape(empty_database_url) == await _schema_shape(database_url)
+    assert schema_shape(empty_database_url) == schema_shape(database_url)
 
 
 async def test_the_printed_adoption_script_adopts_the_calendars_table(
@@ -274,24 +289,6 @@ def run_psql(url: str, script: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
-
-
-async def _schema_shape(url: str) -> tuple[set[tuple[str, ...]], ...]:
-    """Tables, columns, indexes, constraints and table options, names and definitions."""
-    async with SlotDatabase.open(url) as db:
-        shapes = []
-        for statement in (
-            "SELECT table_name::text, column_name::text, data_type::text, is_nullable::text "
-            "FROM information_schema.columns WHERE table_schema = 'public'",
-            "SELECT indexname::text, indexdef FROM pg_indexes WHERE schemaname = 'public'",
-            "SELECT conname::text, pg_get_constraintdef(oid) FROM pg_constraint "
-            "WHERE connamespace = 'public'::regnamespace",
-            "SELECT relname::text, coalesce(array_to_string(reloptions, ','), '') FROM pg_class "
-            "WHERE relnamespace = 'public'::regnamespace AND relkind = 'r'",
-        ):
-            cursor = await db.conn.execute(statement)
-            shapes.append({tuple(str(v) for v in row) for row in await cursor.fetchall()})
-        return tuple(shapes)
 
 
 async def _revision(db: SlotDatabase) -> str:

@@ -17,6 +17,7 @@ import asyncio
 import statistics
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -30,6 +31,7 @@ from tests.support.calendar import (
     create_calendar_table,
     selection_index_definition,
 )
+from tests.support.partitions import Months, create_monthly_calendar, partition_indexes
 
 pytestmark = pytest.mark.e2e
 
@@ -184,3 +186,64 @@ async def test_the_sampler_sees_writes_waiting_on_a_lock_that_migrate_would_hold
 
     assert seen.blocked_samples > 0
     assert seen.longest_wait_seconds > 0
+
+
+async def test_adopting_a_million_row_pg_partman_calendar_keeps_writes_within_lock_timeout(
+    empty_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same under pgbench, on a calendar pg_partman keeps by month: the worker's index
+    goes ON ONLY the parent (a brief SHARE lock on it, under lock_timeout), CONCURRENTLY on
+    each partition, then each attached in a short transaction of its own."""
+    url = empty_database_url
+    now = datetime.now(UTC)
+    this_month = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    months = Months(first=_months_after(this_month, -11), premake=2)
+    create_monthly_calendar(url, ROWS, months, now, last=_months_after(this_month, 2))
+    load = asyncio.create_task(run_pgbench(url, WRITES, LOAD))
+    await eventually(lambda: _pgbench_connected(url), "pgbench connected", 30)
+    stop, seen = asyncio.Event(), Sampled()
+    sampler = asyncio.create_task(_sample(url, stop, seen))
+
+    started = time.time()
+    migrated = await run_command(
+        "migrate", "--database-url", url, "--lock-timeout-seconds", f"{LOCK_TIMEOUT_SECONDS:g}"
+    )
+    ended = time.time()
+    stop.set()
+    await sampler
+    transactions = await load
+
+    indexes = partition_indexes(url)
+    during = between(transactions, started, ended)
+    everything, while_migrating = _latencies(transactions), _latencies(during)
+    with capsys.disabled():
+        print(
+            f"\nmigrate adopted a pg_partman calendar of {ROWS:,} rows in "
+            f"{len(indexes.partitions)} partitions in {ended - started:.2f} s (lock_timeout "
+            f"{LOCK_TIMEOUT_SECONDS:g} s) under pgbench at {LOAD.rate_per_second}/s, "
+            f"{LOAD.clients} clients: {len(during)} writes committed meanwhile; write latency "
+            f"during migrate max {max(while_migrating, default=0):.1f} ms, median "
+            f"{statistics.median(while_migrating) if while_migrating else 0:.1f} ms; whole run "
+            f"max {max(everything, default=0):.1f} ms over {len(transactions)} writes; sampled "
+            f"{seen.samples} times, writes waiting on migrate's locks in {seen.blocked_samples} "
+            f"samples, longest {seen.longest_wait_seconds:.3f} s"
+        )
+
+    assert migrated.returncode == 0, migrated.describe()
+    assert "adopting the calendar's availability_slots" in migrated.stdout
+    assert (indexes.valid, indexes.every_partition_indexed) == (True, True), indexes
+    assert len(indexes.partitions) >= 14  # eleven months back, this one, two ahead, default
+    assert ended < max(t.ended_at for t in transactions), "the write load ended before migrate"
+    assert all(t.ok for t in transactions), [t for t in transactions if not t.ok][:5]
+    # The lock_timeout story: no write waited on migrate longer than the lock timeout.
+    assert seen.longest_wait_seconds < LOCK_TIMEOUT_SECONDS
+    assert seen.samples > 0
+    assert seen.build_seen, "the sampler never saw a partition's index build"
+    assert during
+    assert max(everything) < SANITY_LATENCY_MS
+
+
+def _months_after(month: datetime, count: int) -> datetime:
+    """The first day of the month `count` months after `month` (a month's first day)."""
+    index = month.year * 12 + month.month - 1 + count
+    return month.replace(year=index // 12, month=index % 12 + 1)

@@ -475,6 +475,30 @@ async def test_an_unreachable_database_exits_1_with_one_line_and_no_password(
     assert PASSWORD not in done.stderr
 
 
+async def test_a_bad_value_of_an_option_a_slots_command_does_not_read_never_breaks_it(
+    db: SlotDatabase,
+) -> None:
+    booked, archived = await published(db.url, span(3), span(4))
+    horizon = {"SLOT_EXPIRATION_HORIZON_DAYS": "abc"}
+    lead_time = {"SLOT_EXPIRATION_MIN_LEAD_TIME_MINUTES": "abc"}
+    tenant = ("--tenant", TENANT)
+    consultant = ("--consultant", CONSULTANT)
+
+    done = [
+        await slots(db.url, "showcase", *tenant, env=horizon),
+        await slots(db.url, "list", *tenant, *consultant, env=horizon | lead_time),
+        await slots(db.url, "book", booked["id"], *tenant, env=horizon),
+        await slots(db.url, "archive", archived["id"], *tenant, env=horizon | lead_time),
+        await slots(db.url, "publish", *tenant, *consultant, "--slot", span(5), env=lead_time),
+    ]
+    reading_it = await slots(
+        db.url, "publish", *tenant, *consultant, "--slot", span(7), env=horizon
+    )
+
+    assert [d.returncode for d in done] == [0] * 5, [d.describe() for d in done]
+    assert_usage_error(reading_it, "SLOT_EXPIRATION_HORIZON_DAYS")
+
+
 @pytest.mark.parametrize(
     ("command", "variables"),
     [

@@ -60,6 +60,7 @@ async def test_status_json_reports_counts_backlog_oldest_sessions_failures_and_i
         "ahead": False,
         "contract_mismatches": [],
         "missing_tables": [],
+        "worker_mismatches": [],
     }
     assert report["counts"] == {"Available": 3, "Booked": 1, "Expired": 1, "Archived": 0}
     assert report["backlog"] == {"count": 2, "capped": False, "cap": 100_000}

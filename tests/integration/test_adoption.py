@@ -210,8 +210,8 @@ MISFITS = [
         id="missing column",
     ),
     pytest.param(
-        "ALTER TABLE availability_slots ALTER COLUMN version TYPE bigint",
-        "column version is bigint, not integer",
+        "ALTER TABLE availability_slots ALTER COLUMN version TYPE numeric",
+        "column version is numeric, not an integer type (smallint, integer or bigint)",
         id="wrong type",
     ),
     pytest.param(
@@ -244,6 +244,97 @@ MISFITS = [
 ]
 
 
+MISFITS += [
+    pytest.param(
+        "ALTER TABLE calendar_bookings DROP CONSTRAINT calendar_bookings_slot_id_fkey; "
+        "ALTER TABLE availability_slots RENAME TO calendar_slots; "
+        "CREATE VIEW availability_slots AS SELECT * FROM calendar_slots",
+        "availability_slots is a view, not a table: the worker locks, updates and indexes the "
+        "table itself",
+        id="a view",
+    ),
+    pytest.param(
+        "ALTER TABLE availability_slots ALTER COLUMN version ADD GENERATED ALWAYS AS IDENTITY",
+        "column version is GENERATED ALWAYS AS IDENTITY: the worker cannot set it, and an "
+        "expiry does",
+        id="an identity version",
+    ),
+    pytest.param(
+        "ALTER TABLE availability_slots DROP CONSTRAINT availability_slots_status_check; "
+        "UPDATE availability_slots SET status = 'Booked' WHERE status = 'Expired'; "
+        "CREATE TYPE slot_status AS ENUM ('Available', 'Booked', 'Archived', 'Cancelled'); "
+        "ALTER TABLE availability_slots ALTER COLUMN status TYPE slot_status "
+        "USING status::slot_status",
+        "column status is the enum slot_status, which has no value 'Expired' and also holds "
+        "'Cancelled'",
+        id="an enum without Expired",
+    ),
+    pytest.param(
+        "ALTER TABLE availability_slots DROP CONSTRAINT availability_slots_status_check; "
+        "UPDATE availability_slots SET status = 'Booked' WHERE status = 'Expired'; "
+        "CREATE DOMAIN slot_status_text AS text "
+        "CONSTRAINT no_expiry CHECK (VALUE IN ('Available', 'Booked', 'Archived')); "
+        "ALTER TABLE availability_slots ALTER COLUMN status TYPE slot_status_text",
+        "the domain slot_status_text of column status refuses 'Expired' (check constraint "
+        "no_expiry)",
+        id="a domain that refuses Expired",
+    ),
+]
+
+# Spellings of the contract the worker's statements run on unchanged.
+COMPATIBLE = [
+    pytest.param(
+        "ALTER TABLE availability_slots DROP CONSTRAINT availability_slots_status_check; "
+        "CREATE TYPE slot_status AS ENUM ('Available', 'Booked', 'Expired', 'Archived'); "
+        "ALTER TABLE availability_slots ALTER COLUMN status TYPE slot_status "
+        "USING status::slot_status",
+        id="status an enum of the four",
+    ),
+    pytest.param(
+        "ALTER TABLE availability_slots ALTER COLUMN status TYPE varchar(20)",
+        id="status varchar(20)",
+    ),
+    pytest.param(
+        "ALTER TABLE availability_slots DROP CONSTRAINT availability_slots_status_check; "
+        "CREATE DOMAIN slot_status_text AS text NOT NULL "
+        "CHECK (VALUE IN ('Available', 'Booked', 'Expired', 'Archived')); "
+        "ALTER TABLE availability_slots ALTER COLUMN status TYPE slot_status_text",
+        id="status a domain over text of the four",
+    ),
+    pytest.param(
+        "ALTER TABLE availability_slots ALTER COLUMN version TYPE bigint",
+        id="version bigint",
+    ),
+    pytest.param(
+        "ALTER TABLE availability_slots ALTER COLUMN start_at TYPE timestamptz(6), "
+        "ALTER COLUMN updated_at TYPE timestamptz(3)",
+        id="timestamptz with a precision",
+    ),
+]
+
+
+@pytest.mark.parametrize("change", COMPATIBLE)
+async def test_a_compatible_spelling_of_the_contract_is_adopted_and_expired(
+    empty_database_url: str, change: str
+) -> None:
+    now = datetime.now(UTC)
+    create_calendar_table(empty_database_url, ROWS, IndexShape.NONE, as_of=now)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(change)
+    before = calendar_snapshot(empty_database_url)
+
+    outcome = upgrade(empty_database_url)
+    after = calendar_snapshot(empty_database_url)
+    async with SlotDatabase.open(empty_database_url) as db:
+        due = await _due(db, now)
+        result = await run_cycle(empty_database_url, batch_size=ROWS, as_of=now)
+        left = await _due(db, now)
+
+    assert outcome.adopted
+    assert after.without_index(SELECTION_INDEX) == before
+    assert (due > 0, result.expired_count, left) == (True, due, 0)
+
+
 @pytest.mark.parametrize(("change", "problem"), MISFITS)
 def test_a_table_that_does_not_fit_the_contract_is_refused_and_nothing_changes(
     empty_database_url: str, change: str, problem: str
@@ -271,7 +362,7 @@ def test_every_problem_of_a_misfit_table_is_named_in_contract_order(
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute(
             "ALTER TABLE availability_slots RENAME COLUMN end_at TO ends_at; "
-            "ALTER TABLE availability_slots ALTER COLUMN version TYPE bigint; "
+            "ALTER TABLE availability_slots ALTER COLUMN version TYPE numeric; "
             "ALTER TABLE availability_slots ALTER COLUMN created_at DROP NOT NULL; "
             "ALTER TABLE availability_slots DROP CONSTRAINT availability_slots_status_check; "
             "UPDATE availability_slots SET status = 'available' WHERE legacy_id = 7"
@@ -282,7 +373,7 @@ def test_every_problem_of_a_misfit_table_is_named_in_contract_order(
 
     assert refused.value.problems == (
         "column end_at is missing",
-        "column version is bigint, not integer",
+        "column version is numeric, not an integer type (smallint, integer or bigint)",
         "column created_at is nullable, not NOT NULL",
         "column status holds values outside the contract: 'available'",
     )

@@ -6,6 +6,7 @@ narrow, and says what the role can do, inherited rights included."""
 from __future__ import annotations
 
 from datetime import timedelta
+from itertools import pairwise
 
 import psycopg
 import pytest
@@ -219,7 +220,7 @@ async def test_grant_refuses_the_owner_a_superuser_and_the_connecting_role(
             sql.Identifier(owner), sql.Identifier(role.name)))  # fmt: skip
         await db.execute(sql.SQL("ALTER TABLE availability_slots OWNER TO {}").format(
             sql.Identifier(owner)))  # fmt: skip
-        with pytest.raises(GrantRefusedError, match="owns availability_slots"):
+        with pytest.raises(GrantRefusedError, match="the owner of availability_slots"):
             await grant_privileges(db.url, role.name)
     finally:
         await db.execute("ALTER TABLE availability_slots OWNER TO postgres")
@@ -302,13 +303,82 @@ async def test_a_role_with_a_table_wide_update_is_granted_and_told_what_it_keeps
 async def test_rights_of_a_predefined_role_it_belongs_to_are_named(
     db: SlotDatabase, role: PasswordRole
 ) -> None:
-    await db.execute(sql.SQL("GRANT pg_write_all_data TO {}").format(sql.Identifier(role.name)))
+    await db.execute(sql.SQL("GRANT pg_read_all_data TO {}").format(sql.Identifier(role.name)))
 
     report = await grant_privileges(db.url, role.name, GrantMode.READ_ONLY)
 
-    via = {h.privilege: h.via for h in report.extra_inherited}
-    assert via[TablePrivilege("availability_slots", Privilege.DELETE)] == ("pg_write_all_data",)
-    assert not report.exact
+    held = {TablePrivilege("availability_slots", Privilege.SELECT)}
+    assert held <= set(report.can)
+    assert report.exact  # reading is all the read-only views need
+
+
+def _chain(*names: str) -> list[sql.Composed]:
+    """GRANT statements making each role a member of the next."""
+    return [
+        sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(member))
+        for member, group in pairwise(names)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("top", "power"),
+    [
+        ("SUPERUSER", "a superuser, who can do everything"),
+        ("owner", "the owner of availability_slots, who can do everything there"),
+        ("pg_write_all_data", "a predefined role that writes any table or file"),
+    ],
+)
+async def test_grant_refuses_a_role_that_can_reach_power_through_a_chain_of_memberships(
+    db: SlotDatabase, role: PasswordRole, top: str, power: str
+) -> None:
+    middle = f"{role.name}_team"
+    above = top if top.startswith("pg_") else f"{role.name}_{top.lower()}"
+    created = [middle] if top.startswith("pg_") else [middle, above]
+    for name in created:
+        await db.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(name)))
+    try:
+        if top == "SUPERUSER":
+            await db.execute(sql.SQL("ALTER ROLE {} SUPERUSER").format(sql.Identifier(above)))
+        if top == "owner":
+            await db.execute(
+                sql.SQL("ALTER TABLE availability_slots OWNER TO {}").format(sql.Identifier(above))
+            )
+            await db.execute(sql.SQL("GRANT {} TO postgres").format(sql.Identifier(above)))
+        # NOINHERIT: it inherits nothing, but may still SET ROLE along the chain.
+        await db.execute(sql.SQL("ALTER ROLE {} NOINHERIT").format(sql.Identifier(role.name)))
+        for statement in _chain(role.name, middle, above):
+            await db.execute(statement)
+
+        with pytest.raises(GrantRefusedError) as refused:
+            await grant_privileges(db.url, role.name)
+    finally:
+        await db.execute("ALTER TABLE availability_slots OWNER TO postgres")
+        for name in reversed(created):
+            await db.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+            await db.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+    assert str(refused.value) == (
+        f"role {role.name!r} can reach {above!r}, {power}, through its memberships "
+        f"{role.name} -> {middle} -> {above} (a member may SET ROLE to each, INHERIT or not): "
+        "revoke a membership of that chain, or give the worker its own role; nothing was changed"
+    )
+    assert await table_privileges(db, role.name) == set()
+
+
+async def test_a_membership_in_a_role_that_only_reads_is_no_reason_to_refuse(
+    db: SlotDatabase, role: PasswordRole
+) -> None:
+    readers = f"{role.name}_readers"
+    await db.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(readers)))
+    try:
+        for statement in _chain(role.name, readers, "pg_read_all_stats"):
+            await db.execute(statement)
+
+        report = await grant_privileges(db.url, role.name)
+    finally:
+        await db.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(readers)))
+
+    assert report.exact
 
 
 async def test_grant_refuses_a_predefined_role(db: SlotDatabase) -> None:

@@ -66,6 +66,13 @@ async def test_the_same_check_refuses_to_start_the_worker(
         ("DROP TABLE slot_expiration_failures",
          "table slot_expiration_failures does not exist", "run `slot-expiration migrate`",
          "42P01"),
+        # The worker's own quarantine, not the calendar's table: migrate repairs it.
+        ("ALTER TABLE slot_expiration_failures RENAME COLUMN next_attempt_at TO due_at",
+         "column slot_expiration_failures.next_attempt_at does not exist",
+         "run `slot-expiration migrate`", "42P01"),
+        ("DROP TABLE slot_expiration_cycles",
+         "table slot_expiration_cycles does not exist", "run `slot-expiration migrate`",
+         "42P01"),
     ],
 )  # fmt: skip
 async def test_a_dropped_column_or_table_fails_the_cycle_naming_the_right_fix(
@@ -80,6 +87,80 @@ async def test_a_dropped_column_or_table_fails_the_cycle_naming_the_right_fix(
     assert named in str(failed.value)
     assert fix in str(failed.value)
     assert failed.value.sqlstate == sqlstate
+
+
+async def test_a_renamed_column_of_the_quarantine_never_blames_the_calendars_table(
+    db: SlotDatabase,
+) -> None:
+    await db.execute("ALTER TABLE slot_expiration_failures RENAME COLUMN attempts TO tries")
+
+    with pytest.raises(SchemaMissingError) as refused:
+        await check_ready(load_options(database_url=db.url))
+
+    assert "column slot_expiration_failures.attempts does not exist" in str(refused.value)
+    assert "calendar's table contract" not in str(refused.value)
+
+
+ROW_SECURITY = [
+    pytest.param(
+        "CREATE POLICY all_rows ON availability_slots TO {role} USING (true)",
+        True,
+        id="a permissive policy showing the worker every row",
+    ),
+    pytest.param(
+        "CREATE POLICY all_rows ON availability_slots USING (true)",
+        True,
+        id="a permissive policy showing everyone every row",
+    ),
+    pytest.param(
+        "CREATE POLICY reads ON availability_slots FOR SELECT TO {role} USING (true); "
+        "CREATE POLICY updates ON availability_slots FOR UPDATE TO {role} USING (true) "
+        "WITH CHECK (true)",
+        True,
+        id="every row to read and to update, in two policies",
+    ),
+    pytest.param(
+        "CREATE POLICY one_tenant ON availability_slots TO {role} "
+        "USING (tenant_id = '00000000-0000-0000-0000-000000000000')",
+        False,
+        id="a tenant's rows only",
+    ),
+    pytest.param(
+        "CREATE POLICY reads ON availability_slots FOR SELECT TO {role} USING (true)",
+        False,
+        id="every row to read, none to update",
+    ),
+    pytest.param(
+        "CREATE POLICY all_rows ON availability_slots TO {role} USING (true); "
+        "CREATE POLICY not_booked ON availability_slots AS RESTRICTIVE TO {role} "
+        "USING (status <> 'Booked')",
+        False,
+        id="every row, but a restrictive policy holds some back",
+    ),
+    pytest.param(
+        "CREATE POLICY all_rows ON availability_slots TO pg_monitor USING (true)",
+        False,
+        id="every row, to a role the worker is not",
+    ),
+]
+
+
+@pytest.mark.parametrize(("policies", "accepted"), ROW_SECURITY)
+async def test_row_level_security_is_accepted_only_when_it_shows_the_worker_every_row(
+    db: SlotDatabase, role: PasswordRole, policies: str, accepted: bool
+) -> None:
+    slots = await db.insert(past_slots(3))
+    await grant_privileges(db.url, role.name)
+    await db.execute("ALTER TABLE availability_slots ENABLE ROW LEVEL SECURITY")
+    await db.execute(policies.format(role=sql.Identifier(role.name).as_string()))
+
+    if not accepted:
+        with pytest.raises(MisconfiguredStoreError, match="row-level security"):
+            await run_cycle(role.url_for(db.url))
+        assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
+        return
+    result = await run_cycle(role.url_for(db.url))
+    assert result.expired_count == len(slots)
 
 
 async def test_grants_revoked_while_running_make_it_unready_and_it_recovers_alone(

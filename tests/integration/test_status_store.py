@@ -249,6 +249,7 @@ async def test_collect_status_gathers_the_whole_report(db: SlotDatabase) -> None
         "ahead": False,
         "contract_mismatches": [],
         "missing_tables": [],
+        "worker_mismatches": [],
     }
     assert document["counts"] == {"Available": 3, "Booked": 0, "Expired": 0, "Archived": 0}
     assert document["backlog"] == {"count": 2, "capped": False, "cap": 100_000}
@@ -364,3 +365,23 @@ async def test_a_dropped_column_and_table_are_named_in_the_schema_part(db: SlotD
     assert report.schema.contract_mismatches == ("column version is missing",)
     assert report.schema.missing_tables == ("slot_expiration_failures",)
     assert "column version is missing" in render_text(report)
+
+
+async def test_the_schema_part_tells_the_calendars_table_from_the_workers_own(
+    db: SlotDatabase,
+) -> None:
+    await db.execute("ALTER TABLE availability_slots DROP COLUMN version")
+    await db.execute("ALTER TABLE slot_expiration_failures RENAME COLUMN attempts TO tries")
+
+    report = await collect_status(db.url, AS_OF, batch_size=500)
+
+    assert isinstance(report.schema, SchemaState)
+    assert report.schema.worker_mismatches == (
+        "column slot_expiration_failures.attempts does not exist",
+    )
+    (line,) = [line for line in render_text(report).splitlines() if line.startswith("schema")]
+    assert line == (
+        "schema         0006, but column version is missing: availability_slots no longer fits "
+        "the table contract, restore it (migrate cannot); and column "
+        "slot_expiration_failures.attempts does not exist: run `slot-expiration migrate`"
+    )

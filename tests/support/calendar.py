@@ -196,3 +196,24 @@ def worker_relations(url: str) -> set[str]:
             ["slot\\_expiration\\_%"],
         ).fetchall()
     return {str(row[0]) for row in rows}
+
+
+_SHAPE = (
+    "SELECT table_name::text, column_name::text, data_type::text, is_nullable::text "
+    "FROM information_schema.columns WHERE table_schema = 'public'",
+    "SELECT indexname::text, indexdef FROM pg_indexes WHERE schemaname = 'public'",
+    "SELECT conname::text, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE connamespace = 'public'::regnamespace",
+    "SELECT relname::text, coalesce(array_to_string(reloptions, ','), '') FROM pg_class "
+    "WHERE relnamespace = 'public'::regnamespace AND relkind = 'r'",
+)
+
+
+def schema_shape(url: str) -> tuple[set[tuple[str, ...]], ...]:
+    """Tables, columns, indexes, constraints and table options of schema public, names and
+    definitions: what two databases migrated alike have the same."""
+    with psycopg.connect(url) as conn:
+        return tuple(
+            {tuple(str(v) for v in row) for row in conn.execute(statement).fetchall()}
+            for statement in _SHAPE
+        )

@@ -40,6 +40,13 @@ ALLOWED: Final = {
         "op.drop_index(INDEX, table_name=TABLE, postgresql_concurrently=True, if_exists=True)",
     ),
     ("0004", "op.execute(f'ALTER INDEX {BUILDING} RENAME TO {INDEX}')"),
+    # An INVALID index of the worker's own shape (a build cut short: no query can use it)
+    # goes once its replacement of the same name is built.
+    ("0004", "op.drop_index(INDEX, table_name=TABLE, postgresql_concurrently=True)"),
+    # A partition's INVALID index of the worker's shape (a build cut short), built again.
+    ("0004", "op.execute(f'DROP INDEX CONCURRENTLY IF EXISTS {index}')"),
+    # An INVALID slot-context index (a build cut short), built again under its name.
+    ("0003", "op.drop_index(name, table_name=TABLE, postgresql_concurrently=True)"),
 }
 
 

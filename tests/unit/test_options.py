@@ -16,7 +16,6 @@ from slot_expiration.options import (
     WorkerOptions,
     load_options,
     redact_url,
-    url_secrets,
 )
 
 PASSWORD = "s3cret"  # noqa: S105 - the made-up password the tests look for
@@ -319,7 +318,6 @@ def test_with_database_url_rejects_a_non_postgresql_url_without_echoing_the_pass
             "postgresql://u:s3cret@db:5432/cal?sslmode=require",
             "postgresql://u:***@db:5432/cal?sslmode=require",
         ),
-        ("postgresql://u:p@ss@db/cal", "postgresql://u:***@db/cal"),
         ("postgresql://u:p%40ss@db/cal", "postgresql://u:***@db/cal"),
         ("postgresql://:s3cret@db/cal", "postgresql://:***@db/cal"),
         ("postgresql://u:s3cret@[::1]:5432/cal", "postgresql://u:***@[::1]:5432/cal"),
@@ -341,7 +339,12 @@ def test_redact_url_of_an_unparsable_url_shows_nothing_of_it() -> None:
     assert redact_url(f"postgresql://u:{PASSWORD}@[::1/db") == "<invalid URL>"
 
 
-@given(password=st.text(min_size=1, max_size=40).map(lambda text: "Pw" + text))
+# What a URL can carry to libpq: UTF-8 text (no lone surrogate), and no NUL, where libpq's
+# strings end (a URL carrying one is not valid: shown as <invalid URL>).
+_NO_NUL = st.characters(codec="utf-8", blacklist_characters="\x00")
+
+
+@given(password=st.text(_NO_NUL, min_size=1, max_size=40).map(lambda text: "Pw" + text))
 def test_no_password_ever_appears_in_redact_url_output(password: str) -> None:
     url = f"postgresql://user:{quote(password, safe='')}@db.example:5432/calendar"
 
@@ -359,24 +362,3 @@ def test_a_multi_host_postgresql_url_with_ports_is_accepted() -> None:
     url = "postgresql://u:pw@db1:5432,db2:5433/cal?target_session_attrs=read-write"
 
     assert load_options(database_url=url).require_database_url() == url
-
-
-# -- url_secrets ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "secrets"),
-    [
-        ("postgresql://u:pw-1@h/db", ["pw-1"]),
-        ("postgresql://u:p%40ss@h/db", ["p%40ss", "p@ss"]),
-        ("postgresql://u@h/db?password=pw-2", ["pw-2"]),
-        # urlsplit refuses an unbalanced '[': the password is still found.
-        ("postgresql://worker:pw-3@h[\t:5432/db", ["pw-3"]),
-        # Two '@': urlsplit splits at the last, the password alone is found too (a message
-        # quoting the URL with repr escapes would show it otherwise).
-        ("postgresql://w:pw-4@db:\U00018cd6@/", ["pw-4@db:\U00018cd6", "pw-4"]),
-        ("postgresql://u@h/db", []),
-    ],
-)
-def test_url_secrets_finds_every_password_a_text_may_carry(text: str, secrets: list[str]) -> None:
-    assert url_secrets(text) == secrets

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 import click
 
 from slot_expiration.cli.common import guarded, required_url, settings_from
-from slot_expiration.cli.option_flags import option
+from slot_expiration.cli.option_flags import options
 from slot_expiration.options import DatabaseOptions
 from slot_expiration.store.privileges import (
     GrantMode,
@@ -37,20 +38,20 @@ from slot_expiration.store.privileges import (
 @click.option(
     "--dry-run", is_flag=True, help="Print the statements and the outcome; change nothing."
 )
-@option(DatabaseOptions, "database_url")
-def grant(
-    role: str, read_only: bool, revoke_extra: bool, dry_run: bool, database_url: str | None
-) -> None:
+@options(DatabaseOptions, "database_url", "schema")
+def grant(role: str, read_only: bool, revoke_extra: bool, dry_run: bool, **given: Any) -> None:
     """Give a role what the worker needs (run as the owner of availability_slots, after migrate).
 
     SELECT on availability_slots, UPDATE of only status, updated_at and version,
     the quarantine table slot_expiration_failures, writing and purging the cycle
     history slot_expiration_cycles, and reading the schema version; with
     --read-only, reading them only. It refuses (exit 2, nothing changed) a role
-    that owns the table, a superuser, and the role running it. Then it says what
-    the role can do, inherited rights included.
+    that owns the table, a superuser, the role running it, a predefined role, and a
+    role that can reach the owner, a superuser or a predefined role that writes
+    through any chain of memberships (naming it). Then it says what the role can do,
+    inherited rights included.
     """
-    settings = settings_from(DatabaseOptions, database_url=database_url)
+    settings = settings_from(DatabaseOptions, **given)
     url = required_url(settings)
     mode = GrantMode.READ_ONLY if read_only else GrantMode.WORKER
     report = guarded(

@@ -11,7 +11,7 @@ import sys
 import click
 
 from slot_expiration.cli.admin_commands import grant
-from slot_expiration.cli.common import input_secrets
+from slot_expiration.cli.common import with_typed_urls_redacted
 from slot_expiration.cli.demo_command import demo
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
 from slot_expiration.cli.quarantine_commands import quarantine
@@ -46,7 +46,7 @@ def main() -> None:
         click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
         raise SystemExit(ExitCode.USAGE) from None
     except click.ClickException as exc:
-        fail(exc.format_message(), ExitCode.USAGE, input_secrets())
+        fail(with_typed_urls_redacted(exc.format_message()), ExitCode.USAGE)
     except (click.exceptions.Abort, KeyboardInterrupt):
         print(f"{PROGRAM}: interrupted", file=sys.stderr)
         raise SystemExit(ExitCode.INTERRUPTED) from None

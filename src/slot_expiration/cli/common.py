@@ -9,6 +9,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pydantic_settings import BaseSettings
+
 from slot_expiration.cli.errors import ExitCode, fail, reject
 from slot_expiration.domain import SlotRuleError
 from slot_expiration.options import (
@@ -17,24 +19,25 @@ from slot_expiration.options import (
     OptionsError,
     load_settings,
     redact_url,
-    url_secrets,
 )
-from slot_expiration.store import ErrorFamily, SlotStoreError
+from slot_expiration.store import ErrorFamily, SchemaMissingError, SlotStoreError
+from slot_expiration.store.errors import SchemaFix
 from slot_expiration.store.privileges import GrantRefusedError
+from slot_expiration.store.schema_location import slot_table_elsewhere
 from slot_expiration.telemetry.endpoints import EndpointError
 from slot_expiration.telemetry.traces import TracingConfigError
 
 T = TypeVar("T")
-D = TypeVar("D", bound=DatabaseOptions)
+D = TypeVar("D", bound=BaseSettings)
 
 
 def settings_from(model: type[D], *, environment: bool = True, **given: Any) -> D:
     """A command's validated options model from its flags and (unless told not to) its
-    own variables; a wrong value is a usage error."""
+    own variables; a wrong value is a usage error (its message never quotes a value)."""
     try:
         return load_settings(model, environment=environment, **given)
     except OptionsError as exc:
-        fail(str(exc), ExitCode.USAGE, input_secrets())
+        fail(str(exc), ExitCode.USAGE)
 
 
 def required_url(options: DatabaseOptions) -> str:
@@ -49,21 +52,28 @@ def guarded(action: Callable[[], T], options: DatabaseOptions) -> T:
     refusal of its input exit 2, a rule rejection one line starting with its code and
     exit 3, an interruption exit 130."""
     url = options.database_url.get_secret_value() if options.database_url else ""
-    secrets = url_secrets(url)
     try:
         return action()
     except SlotRuleError as exc:
         reject(exc.code, str(exc))
     except GrantRefusedError as exc:
-        fail(str(exc), ExitCode.USAGE, secrets)
+        fail(str(exc), ExitCode.USAGE)
     except SlotStoreError as exc:
-        fail(store_failure(exc, url), ExitCode.FAILURE, secrets)
+        fail(store_failure(located(exc, options), url), ExitCode.FAILURE)
     except asyncio.CancelledError:
         fail("interrupted", ExitCode.INTERRUPTED)
     except TracingConfigError as exc:
         fail(str(exc), ExitCode.USAGE)
     except EndpointError as exc:
-        fail(str(exc), ExitCode.FAILURE, secrets)
+        fail(str(exc), ExitCode.FAILURE)
+
+
+def located(exc: SlotStoreError, options: DatabaseOptions) -> SlotStoreError:
+    """A missing table that migrate would create, unless availability_slots lives in a
+    schema the search_path misses: then that, and how to point at it."""
+    if not isinstance(exc, SchemaMissingError) or exc.fix is SchemaFix.CALENDAR:
+        return exc
+    return slot_table_elsewhere(options.require_database_url()) or exc
 
 
 def store_failure(exc: SlotStoreError, url: str) -> str:
@@ -78,10 +88,16 @@ def store_failure(exc: SlotStoreError, url: str) -> str:
     return f"{exc}{code}"
 
 
-def input_secrets() -> list[str]:
-    """Passwords in any URL the user gave, on the command line or in any of our variables
-    (a URL pasted into the wrong option is echoed back by its error otherwise)."""
+def with_typed_urls_redacted(message: str) -> str:
+    """A message that quotes what the user typed (click's usage errors quote an unknown
+    argument or a value outside a choice), each URL given on the command line or in one
+    of our variables shown as redact_url rebuilds it: whole, never a password."""
     given = [value for name, value in os.environ.items() if name.startswith(ENV_PREFIX)]
     # `--option=value` carries the value after the first '='.
-    typed = [part for arg in sys.argv for part in (arg, arg.partition("=")[2])]
-    return [secret for text in [*given, *typed] if "://" in text for secret in url_secrets(text)]
+    typed = [part for arg in sys.argv[1:] for part in (arg, arg.partition("=")[2])]
+    # The longest first: a URL inside a longer argument goes with that argument. Quoted
+    # as repr() quotes it too (click's "{value!r} is not a valid boolean", say).
+    for text in sorted({t for t in [*given, *typed] if "://" in t}, key=len, reverse=True):
+        shown = redact_url(text)
+        message = message.replace(text, shown).replace(repr(text)[1:-1], repr(shown)[1:-1])
+    return message

@@ -40,7 +40,10 @@ def _own_fields(model: type[DatabaseOptions], base: type[DatabaseOptions]) -> li
 # Which commands read which option (the README's last column); every command
 # reads only the fields of its own model.
 COMMANDS: Final[Mapping[str, tuple[str, ...]]] = {
-    "database_url": ("migrate", "grant", "once", "run", "status", "quarantine", "slots", "ui"),
+    **dict.fromkeys(
+        DatabaseOptions.model_fields,
+        ("migrate", "grant", "once", "run", "status", "quarantine", "slots", "ui"),
+    ),
     **dict.fromkeys(_own_fields(CycleOptions, DatabaseOptions), ("once", "run")),
     "lock_timeout_seconds": ("migrate", "once", "run"),
     **dict.fromkeys(_own_fields(WorkerOptions, CycleOptions), ("run",)),

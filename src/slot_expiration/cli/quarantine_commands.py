@@ -14,7 +14,7 @@ import click
 
 from slot_expiration.cli.common import guarded, required_url, settings_from
 from slot_expiration.cli.errors import ExitCode, fail
-from slot_expiration.cli.option_flags import option
+from slot_expiration.cli.option_flags import options
 from slot_expiration.domain import utc_now
 from slot_expiration.options import DatabaseOptions
 from slot_expiration.status.wording import count_of, one_line
@@ -41,7 +41,7 @@ def _sqlstate(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 @quarantine.command(name="list")
-@option(DatabaseOptions, "database_url")
+@options(DatabaseOptions, "database_url", "schema")
 @click.option("--sqlstate", callback=_sqlstate, help="Only entries that failed with this SQLSTATE.")
 @click.option("--tenant", "tenant_id", type=click.UUID, help="Only this tenant's slots.")
 @click.option(
@@ -55,6 +55,7 @@ def _sqlstate(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("--json", "json_output", is_flag=True, help="Print one JSON array.")
 def list_command(
     database_url: str | None,
+    schema: str | None,
     sqlstate: str | None,
     tenant_id: UUID | None,
     history: bool,
@@ -63,7 +64,7 @@ def list_command(
 ) -> None:
     """Quarantined slots still Available, the latest failure first: attempts, next attempt
     (or parked), the database's reason. Reads only."""
-    settings = settings_from(DatabaseOptions, database_url=database_url)
+    settings = settings_from(DatabaseOptions, database_url=database_url, schema=schema)
     url = required_url(settings)
     where = ListingFilter(sqlstate, tenant_id)
     if history:
@@ -79,13 +80,15 @@ def list_command(
 @click.option(
     "--all", "every", is_flag=True, help="Retry every quarantined slot that is not parked."
 )
-@option(DatabaseOptions, "database_url")
-def retry(slot_ids: tuple[UUID, ...], every: bool, database_url: str | None) -> None:
+@options(DatabaseOptions, "database_url", "schema")
+def retry(
+    slot_ids: tuple[UUID, ...], every: bool, database_url: str | None, schema: str | None
+) -> None:
     """Make quarantined slots due now (a parked one too, when named): the worker's next
     cycle tries them again."""
     if bool(slot_ids) == every:
         fail("give slot ids or --all (not both)", ExitCode.USAGE)
-    settings = settings_from(DatabaseOptions, database_url=database_url)
+    settings = settings_from(DatabaseOptions, database_url=database_url, schema=schema)
     url = required_url(settings)
     found = guarded(lambda: _change(url, lambda s: s.retry(slot_ids, utc_now(), every=every)),
                     settings)  # fmt: skip
@@ -94,11 +97,11 @@ def retry(slot_ids: tuple[UUID, ...], every: bool, database_url: str | None) -> 
 
 @quarantine.command()
 @click.argument("slot_ids", nargs=-1, type=click.UUID, required=True)
-@option(DatabaseOptions, "database_url")
-def park(slot_ids: tuple[UUID, ...], database_url: str | None) -> None:
+@options(DatabaseOptions, "database_url", "schema")
+def park(slot_ids: tuple[UUID, ...], database_url: str | None, schema: str | None) -> None:
     """Stop retrying quarantined slots until `quarantine retry` names them: they leave the
     worker's count of quarantined slots (and its alert) but stay in `list`."""
-    settings = settings_from(DatabaseOptions, database_url=database_url)
+    settings = settings_from(DatabaseOptions, database_url=database_url, schema=schema)
     url = required_url(settings)
     found = guarded(lambda: _change(url, lambda s: s.park(slot_ids, utc_now())), settings)
     click.echo(

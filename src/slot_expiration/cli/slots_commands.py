@@ -17,7 +17,7 @@ import click
 
 from slot_expiration.cli.common import guarded, required_url, settings_from
 from slot_expiration.cli.errors import ExitCode, fail
-from slot_expiration.cli.option_flags import option
+from slot_expiration.cli.option_flags import option, options
 from slot_expiration.cli.slot_input import (
     MAX_FILE_BYTES,
     as_cursor,
@@ -27,15 +27,18 @@ from slot_expiration.cli.slot_input import (
 )
 from slot_expiration.cli.slot_output import echo_page, echo_slot, echo_slots
 from slot_expiration.domain import SlotStatus
+from slot_expiration.options import DatabaseOptions
 from slot_expiration.slots import (
     DEFAULT_PAGE_SIZE,
     MAX_BATCH_SLOTS,
     MAX_PAGE_SIZE,
     MAX_SLOT_DURATION,
+    BookingOptions,
     PageRequest,
+    PublicationOptions,
     ShowcaseCursor,
     SlotOperations,
-    SlotOptions,
+    SlotPolicy,
     SlotRange,
     TimeWindow,
 )
@@ -46,8 +49,8 @@ tenant_option = click.option(
     "--tenant", "tenant_id", type=click.UUID, required=True, help="The agency (tenant) id."
 )
 json_option = click.option("--json", "json_output", is_flag=True, help="Print one JSON document.")
-lead_time_option = option(SlotOptions, "min_lead_time_minutes")
-database_url_option = option(SlotOptions, "database_url")
+lead_time_option = option(BookingOptions, "min_lead_time_minutes")
+database_options = options(DatabaseOptions, "database_url", "schema")
 from_option = click.option(
     "--from",
     "start_from",
@@ -64,15 +67,20 @@ to_option = click.option(
 )
 
 
-def run_operation(options: SlotOptions, operation: Callable[[SlotOperations], Awaitable[T]]) -> T:
-    """Run one operation on a connection of its own; failures become one line."""
-    url = required_url(options)
+def run_operation(
+    settings: DatabaseOptions,
+    operation: Callable[[SlotOperations], Awaitable[T]],
+    policy: SlotPolicy | None = None,
+) -> T:
+    """Run one operation on a connection of its own; failures become one line. `policy`:
+    the rules the command's options set (None: a command that reads none)."""
+    url = required_url(settings)
 
     async def on_connection() -> T:
-        async with SlotOperations.connect(url, options.policy()) as operations:
+        async with SlotOperations.connect(url, policy or SlotPolicy()) as operations:
             return await operation(operations)
 
-    return guarded(lambda: asyncio.run(on_connection()), options)
+    return guarded(lambda: asyncio.run(on_connection()), settings)
 
 
 @click.group()
@@ -97,8 +105,8 @@ def slots() -> None:
 @click.option("--from-file", "from_file", type=click.File("rb"),
               help=f"A UTF-8 file of at most {MAX_FILE_BYTES // 1024**2} MiB, one START/END "
                    "per line ('-' reads stdin).")  # fmt: skip
-@option(SlotOptions, "horizon_days")
-@database_url_option
+@option(PublicationOptions, "horizon_days")
+@database_options
 @json_option
 def publish(
     tenant_id: UUID,
@@ -112,9 +120,11 @@ def publish(
         fail("give the slots with --slot START/END (repeatable) or --from-file PATH",
              ExitCode.USAGE)  # fmt: skip
     batch = list(slot_ranges) if from_file is None else read_ranges(from_file)
-    options = settings_from(SlotOptions, **given)
+    settings = settings_from(PublicationOptions, **given)
     published = run_operation(
-        options, lambda operations: operations.publish(tenant_id, consultant_id, batch)
+        settings,
+        lambda operations: operations.publish(tenant_id, consultant_id, batch),
+        settings.policy(),
     )
     echo_slots(published, json_output, f"published {len(published)} slot(s)")
 
@@ -123,12 +133,14 @@ def publish(
 @click.argument("slot_id", type=click.UUID)
 @tenant_option
 @lead_time_option
-@database_url_option
+@database_options
 @json_option
 def book(slot_id: UUID, tenant_id: UUID, json_output: bool, **given: Any) -> None:
     """Book an Available slot that starts at least the lead time from now."""
-    options = settings_from(SlotOptions, **given)
-    booked = run_operation(options, lambda operations: operations.book(tenant_id, slot_id))
+    settings = settings_from(BookingOptions, **given)
+    booked = run_operation(
+        settings, lambda operations: operations.book(tenant_id, slot_id), settings.policy()
+    )
     echo_slot(booked, json_output, "booked")
 
 
@@ -143,7 +155,7 @@ def book(slot_id: UUID, tenant_id: UUID, json_output: bool, **given: Any) -> Non
 @click.option("--after", callback=as_cursor, metavar="CURSOR",
               help="The cursor of the previous page: the next page starts after it.")  # fmt: skip
 @lead_time_option
-@database_url_option
+@database_options
 @json_option
 def showcase(
     tenant_id: UUID,
@@ -162,13 +174,14 @@ def showcase(
     With --json each slot carries its `cursor`: pass the last one to --after; a
     page shorter than --limit is the last.
     """
-    options = settings_from(SlotOptions, **given)
+    settings = settings_from(BookingOptions, **given)
     window, page = TimeWindow(start_from, start_before), PageRequest(limit, after)
     shown = run_operation(
-        options,
+        settings,
         lambda operations: operations.showcase(
             tenant_id, consultant_id=consultant_id, window=window, page=page
         ),
+        settings.policy(),
     )
     echo_page(shown, json_output)
 
@@ -182,7 +195,7 @@ def showcase(
               help="Only these statuses (repeatable). [default: Available, Booked]")  # fmt: skip
 @from_option
 @to_option
-@database_url_option
+@database_options
 @json_option
 def list_command(
     tenant_id: UUID,
@@ -195,10 +208,10 @@ def list_command(
 ) -> None:
     """An agent's view of one consultant's slots, by start: Available and Booked unless
     --status asks for others."""
-    options = settings_from(SlotOptions, **given)
+    settings = settings_from(DatabaseOptions, **given)
     wanted = {SlotStatus(status) for status in statuses}
     listed = run_operation(
-        options,
+        settings,
         lambda operations: operations.list_slots(
             tenant_id,
             consultant_id,
@@ -212,10 +225,10 @@ def list_command(
 @slots.command()
 @click.argument("slot_id", type=click.UUID)
 @tenant_option
-@database_url_option
+@database_options
 @json_option
 def archive(slot_id: UUID, tenant_id: UUID, json_output: bool, **given: Any) -> None:
     """Archive an Available or Expired slot (an agent's clean-up)."""
-    options = settings_from(SlotOptions, **given)
-    archived = run_operation(options, lambda operations: operations.archive(tenant_id, slot_id))
+    settings = settings_from(DatabaseOptions, **given)
+    archived = run_operation(settings, lambda operations: operations.archive(tenant_id, slot_id))
     echo_slot(archived, json_output, "archived")

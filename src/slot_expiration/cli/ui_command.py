@@ -10,18 +10,17 @@ from typing import Any
 import click
 
 from slot_expiration.cli.common import guarded, required_url, settings_from, store_failure
-from slot_expiration.cli.errors import PROGRAM, ExitCode, fail, scrub
-from slot_expiration.cli.option_flags import option
+from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
+from slot_expiration.cli.option_flags import options
 from slot_expiration.domain import utc_now
 from slot_expiration.loop import StopSignal, stop_on_signals
-from slot_expiration.options import UiOptions, url_secrets
+from slot_expiration.options import UiOptions
 from slot_expiration.store import SlotStoreError
 from slot_expiration.ui.errors import UiServeError
 
 
 @click.command()
-@option(UiOptions, "database_url")
-@option(UiOptions, "ui_addr")
+@options(UiOptions, "database_url", "schema", "ui_addr")
 def ui(**given: Any) -> None:
     """Serve one read-only page: the recent cycles of every instance, the backlog over the
     last hours, the quarantine, the schema and the index. Runs as the read-only role of
@@ -61,7 +60,7 @@ async def _serve(settings: UiOptions, url: str) -> None:
 
 
 def _failure(exc: SlotStoreError, url: str) -> str:
-    return scrub(store_failure(exc, url), url_secrets(url))
+    return store_failure(exc, url)
 
 
 def _loopback(host: str) -> bool:

@@ -18,8 +18,8 @@ from slot_expiration.domain import CycleOutcome
 from slot_expiration.options import (
     CycleOptions,
     MigrateOptions,
+    MigrationSqlOptions,
     WorkerOptions,
-    url_secrets,
 )
 from slot_expiration.status.wording import count_of
 from slot_expiration.store import SlotStoreError
@@ -57,19 +57,22 @@ CYCLE_OPTIONS = tuple(CycleOptions.model_fields)
     help="With --sql: from this revision on (the database's, as `status` shows it). "
     "[default: an empty database]",
 )
-@options(MigrateOptions, "database_url", "lock_timeout_seconds")
+@options(MigrateOptions, "database_url", "schema", "lock_timeout_seconds")
 def migrate(as_sql: bool, adopt: bool, from_revision: str | None, **given: Any) -> None:
-    """Create the schema, or adopt the calendar's availability_slots, or update it.
+    """Create the schema, or adopt the calendar's availability_slots, or update it, and
+    repair what the worker owns (its tables, their columns, its indexes).
 
     Running it again is a no-op; several at once take turns. On a schema a newer
     release migrated it does nothing (migrations only add).
     """
-    settings = settings_from(MigrateOptions, **given)
     if as_sql:
-        click.echo(
-            guarded(lambda: _migration_sql(settings, adopt, from_revision), settings), nl=False
+        # Written offline: the database's options are never read, so never break it.
+        offline = settings_from(
+            MigrationSqlOptions, lock_timeout_seconds=given["lock_timeout_seconds"]
         )
+        click.echo(_migration_sql(offline, adopt, from_revision), nl=False)
         return
+    settings = settings_from(MigrateOptions, **given)
     if adopt or from_revision is not None:
         fail(
             "--adopt and --from go with --sql; migrate itself looks at the database", ExitCode.USAGE
@@ -89,12 +92,16 @@ def _migrate(url: str, settings: MigrateOptions) -> MigrationOutcome:
     return migrations.upgrade(url, lock_timeout_ms=settings.lock_timeout_ms, on_wait=waiting)
 
 
-def _migration_sql(settings: MigrateOptions, adopt: bool, from_revision: str | None) -> str:
+def _migration_sql(settings: MigrationSqlOptions, adopt: bool, from_revision: str | None) -> str:
     from slot_expiration.store import migrate as migrations  # noqa: PLC0415 - Alembic only now
+    from slot_expiration.store.errors import MigrationError  # noqa: PLC0415
 
-    return migrations.upgrade_sql(
-        adopt=adopt, from_revision=from_revision, lock_timeout_ms=settings.lock_timeout_ms
-    )
+    try:
+        return migrations.upgrade_sql(
+            adopt=adopt, from_revision=from_revision, lock_timeout_ms=settings.lock_timeout_ms
+        )
+    except MigrationError as exc:
+        fail(str(exc), ExitCode.FAILURE)
 
 
 def migration_report(outcome: MigrationOutcome) -> list[str]:
@@ -104,6 +111,8 @@ def migration_report(outcome: MigrationOutcome) -> list[str]:
         return [f"the database is ahead of this release ({ahead}): nothing to do"]
     if not outcome.changed:
         return [f"schema already at {outcome.after}: nothing to do"]
+    if outcome.before == outcome.after:
+        return [f"schema at {outcome.after}: repaired what the worker owns", *outcome.notes]
     first = f"schema migrated from {outcome.before or 'empty'} to {outcome.after}"
     if outcome.adopted:
         first += (
@@ -145,7 +154,7 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
             click.echo(json.dumps(failed.ended.result.summary()))
         interrupted = failed.outcome is CycleOutcome.INTERRUPTED
         code = ExitCode.INTERRUPTED if interrupted else ExitCode.FAILURE
-        fail(cut_short_line(failed, settings), code, url_secrets(required_url(settings)))
+        fail(cut_short_line(failed, settings), code)
     click.echo(json.dumps(result.summary()) if json_output else _one_line(result))
 
 

@@ -43,7 +43,11 @@ from slot_expiration.store.errors import (
     INSUFFICIENT_PRIVILEGE,
     UNDEFINED_COLUMN,
     UNDEFINED_TABLE,
+    SchemaFix,
+    SlotTableElsewhereError,
 )
+
+SLOT_TABLE = "availability_slots"
 
 StoreFactory = Callable[[], AbstractAsyncContextManager[SlotStore]]
 Record = Callable[[BatchResult], None]
@@ -259,12 +263,19 @@ class ExpiryCycle:
 
 
 def misconfigured(preflight: Preflight) -> MisconfiguredStoreError:
-    """The one line that says what the role lacks and the command that fixes it."""
+    """The one line that says what the role lacks and the command that fixes it: the
+    calendar's table changed (restored by hand), or lives in a schema the search_path
+    misses (pointed at), or the worker's own schema is missing or altered (`migrate`
+    creates or repairs it), or a grant is missing."""
+    if preflight.slot_table_schemas:
+        return SlotTableElsewhereError(
+            preflight.slot_table_schemas, preflight.search_path, preflight.role
+        )
     problems = "; ".join(preflight.problems)
-    if any(problem.startswith("table ") for problem in preflight.problems):
-        return SchemaMissingError(problems, UNDEFINED_TABLE)
-    if any(problem.startswith("column ") for problem in preflight.problems):
-        return SchemaMissingError(problems, UNDEFINED_COLUMN)
+    if any(problem.startswith(f"column {SLOT_TABLE}.") for problem in preflight.problems):
+        return SchemaMissingError(problems, UNDEFINED_COLUMN, SchemaFix.CALENDAR)
+    if any(problem.startswith(("table ", "column ")) for problem in preflight.problems):
+        return SchemaMissingError(problems, UNDEFINED_TABLE, SchemaFix.MIGRATE)
     fixes = []
     if any(problem.startswith("no ") for problem in preflight.problems):
         fixes.append(
@@ -272,7 +283,11 @@ def misconfigured(preflight: Preflight) -> MisconfiguredStoreError:
             f"`slot-expiration grant --role {preflight.role}`"
         )
     if any(problem.startswith("row-level security") for problem in preflight.problems):
-        fixes.append(f"ALTER ROLE {preflight.role} BYPASSRLS (a superuser can)")
+        fixes.append(
+            f"a permissive policy that shows it every row (CREATE POLICY ... ON {SLOT_TABLE} "
+            f"TO {preflight.role} USING (true)), or ALTER ROLE {preflight.role} BYPASSRLS "
+            "(a superuser can)"
+        )
     return MisconfiguredStoreError(
         f"role {preflight.role} cannot run a cycle: {problems}; {'; '.join(fixes)}",
         INSUFFICIENT_PRIVILEGE,

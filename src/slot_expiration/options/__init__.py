@@ -1,5 +1,6 @@
 """The commands' options: one typed model per command."""
 
+from slot_expiration.options.database_url import redact_url
 from slot_expiration.options.settings import (
     ENV_PREFIX,
     MIN_INTERVAL_SECONDS,
@@ -7,6 +8,7 @@ from slot_expiration.options.settings import (
     DatabaseOptions,
     LogFormat,
     MigrateOptions,
+    MigrationSqlOptions,
     OptionsError,
     StatusOptions,
     UiOptions,
@@ -14,8 +16,6 @@ from slot_expiration.options.settings import (
     flag_name,
     load_options,
     load_settings,
-    redact_url,
-    url_secrets,
 )
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "DatabaseOptions",
     "LogFormat",
     "MigrateOptions",
+    "MigrationSqlOptions",
     "OptionsError",
     "StatusOptions",
     "UiOptions",
@@ -33,5 +34,4 @@ __all__ = [
     "load_options",
     "load_settings",
     "redact_url",
-    "url_secrets",
 ]

@@ -7,30 +7,26 @@ command's own SLOT_EXPIRATION_* environment variables, flags winning.
 from __future__ import annotations
 
 import math
-import re
+import warnings
 from enum import StrEnum
 from functools import cache
 from typing import Annotated, Any, Final, Self, TypeVar
-from urllib.parse import (
-    parse_qsl,
-    unquote,
-    unquote_plus,
-    urlencode,
-    urlsplit,
-)
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+# Re-exported: the benchmark's options import both from here.
+from slot_expiration.options.database_url import (
+    check_database_url as check_database_url,  # noqa: PLC0414
+)
+from slot_expiration.options.database_url import redact_url as redact_url  # noqa: PLC0414
+from slot_expiration.options.database_url import with_search_path
 from slot_expiration.options.listen_address import ListenAddress, parse_listen_address
 
 ENV_PREFIX = "SLOT_EXPIRATION_"
 S = TypeVar("S", bound=BaseSettings)
-# user:password@ after the scheme, for text that urlsplit refuses to parse.
-_USERINFO_PASSWORD = re.compile(r"://[^/@]*?:([^@]*)@")
-_URL_SCHEMES = ("postgresql", "postgres")
+# PostgreSQL's longest name (NAMEDATALEN - 1), in bytes.
+MAX_NAME_BYTES: Final = 63
 
 
 class LogFormat(StrEnum):
@@ -40,6 +36,13 @@ class LogFormat(StrEnum):
 
 class OptionsError(ValueError):
     """Options that cannot be used; the message names the option, never a secret."""
+
+
+# `schema` is the option's name (--schema, SLOT_EXPIRATION_SCHEMA): as a field it hides
+# pydantic's deprecated BaseModel.schema(), which nothing here calls.
+warnings.filterwarnings(
+    "ignore", message='Field name "schema" in "DatabaseOptions" shadows', category=UserWarning
+)
 
 
 class DatabaseOptions(BaseSettings):
@@ -63,6 +66,18 @@ class DatabaseOptions(BaseSettings):
         ),
     ] = None
 
+    schema: Annotated[
+        str,
+        Field(
+            max_length=MAX_NAME_BYTES,
+            pattern=r"^[^\x00]*$",
+            description="The schema that holds availability_slots: every session's search_path "
+            "becomes this schema alone (libpq's options, as `-csearch_path`); '' = the "
+            "search_path of the URL or the role.",
+            json_schema_extra={"allowed": f"a schema name, at most {MAX_NAME_BYTES} bytes, or ''"},
+        ),
+    ] = ""  # type: ignore[assignment]  # hides BaseModel.schema(): see the filter above
+
     @field_validator("database_url", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
@@ -76,12 +91,22 @@ class DatabaseOptions(BaseSettings):
             check_database_url(value.get_secret_value())
         return value
 
+    @field_validator("schema")
+    @classmethod
+    def _schema_name(cls, value: str) -> str:
+        if len(value.encode()) > MAX_NAME_BYTES:
+            raise ValueError(f"a schema name has at most {MAX_NAME_BYTES} bytes")
+        return value
+
     def require_database_url(self) -> str:
+        """The URL every session connects with: the one given, with --schema's
+        search_path when one is set."""
         if self.database_url is None:
             raise OptionsError(
                 f"no database URL: pass --database-url or set {ENV_PREFIX}DATABASE_URL"
             )
-        return self.database_url.get_secret_value()
+        url = self.database_url.get_secret_value()
+        return with_search_path(url, self.schema) if self.schema else url
 
     def with_database_url(self, url: str) -> Self:
         try:
@@ -108,14 +133,21 @@ DEFAULT_LOCK_TIMEOUT_SECONDS: Final = 2.0
 DEFAULT_DRAIN_BATCH_SIZE: Final = 2_000
 
 
-class MigrateOptions(DatabaseOptions):
-    """`migrate`: the database, and how long its statements may wait for a lock."""
+class MigrationSqlOptions(BaseSettings):
+    """`migrate --sql`: how long the script's statements may wait for a lock. Written
+    offline, it reads no database, so a database option never breaks it."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
 
     lock_timeout_seconds: LockTimeoutSeconds = DEFAULT_LOCK_TIMEOUT_SECONDS
 
     @property
     def lock_timeout_ms(self) -> int:
         return math.ceil(self.lock_timeout_seconds * 1000)
+
+
+class MigrateOptions(DatabaseOptions, MigrationSqlOptions):
+    """`migrate`: the database, and how long its statements may wait for a lock."""
 
 
 # The shortest interval `run` accepts: below it, ticks would only pile up as
@@ -381,55 +413,6 @@ def flag_name(model: type[BaseSettings], name: str) -> str | None:
         override = extra["flag"]
         return None if override is None else f"--{override}"
     return "--" + name.replace("_", "-")
-
-
-def check_database_url(url: str) -> None:
-    """Reject what psycopg could not use, with a message that never echoes the URL.
-
-    libpq parses the URL itself (multi-host lists and query parameters included);
-    only its verdict is kept, since its messages quote pieces of the input.
-    """
-    if urlsplit(url).scheme not in _URL_SCHEMES:
-        raise ValueError("must be a postgresql:// URL")
-    try:
-        parts = conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        raise ValueError("not a valid PostgreSQL URL") from None
-    for port in str(parts.get("port") or "").split(","):
-        if port and not (port.isdigit() and 0 < int(port) < 65_536):
-            raise ValueError("port must be a number from 1 to 65535")
-
-
-def url_secrets(url: str) -> list[str]:
-    """Every password a URL carries (userinfo or ?password=), raw and decoded."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:  # not even a URL (an unbalanced '[' in the host, say)
-        return [found for found in _USERINFO_PASSWORD.findall(url) if found] or [url]
-    candidates = [password, unquote(password)] if password else []
-    # With more than one '@', urlsplit splits at the last one; a message that quotes the
-    # URL escaped (repr) would then still show the part before the first.
-    candidates += _USERINFO_PASSWORD.findall(url)
-    for raw in re.findall(r"(?:^|&)password=([^&]*)", parts.query):
-        candidates += [raw, unquote_plus(raw)]
-    return [secret for secret in dict.fromkeys(candidates) if secret]
-
-
-def redact_url(url: str) -> str:
-    """The URL with every password replaced, fit for logs and error lines."""
-    if not url_secrets(url):
-        return url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid URL>"
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    query = urlencode([(k, "***" if k == "password" else v) for k, v in pairs], safe="*")
-    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 @cache

@@ -16,7 +16,7 @@ from slot_expiration.slots.errors import (
     StartNotInFutureError,
 )
 from slot_expiration.slots.operations import SlotOperations
-from slot_expiration.slots.options import SlotOptions
+from slot_expiration.slots.options import BookingOptions, PublicationOptions, SlotOptions
 from slot_expiration.slots.ranges import OverlapConflict, SlotRange
 from slot_expiration.slots.rules import (
     BOOKABLE,
@@ -45,6 +45,7 @@ __all__ = [
     "WORKING_VIEW",
     "BatchTooLargeError",
     "BeyondHorizonError",
+    "BookingOptions",
     "EmptyBatchError",
     "ForbiddenTransitionError",
     "InvalidCursorError",
@@ -52,6 +53,7 @@ __all__ = [
     "LeadTimeViolationError",
     "OverlapConflict",
     "PageRequest",
+    "PublicationOptions",
     "ShowcaseCursor",
     "ShowcasePage",
     "SlotNotAvailableError",

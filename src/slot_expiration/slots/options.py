@@ -1,5 +1,7 @@
-"""The slot context's options: one validated object, units in the names, each a flag
-and a SLOT_EXPIRATION_* variable."""
+"""The slot context's options: validated objects, units in the names, each a flag and a
+SLOT_EXPIRATION_* variable. Each command reads only the model of what it uses: `publish`
+the horizon, `book` and `showcase` the lead time, `list` and `archive` neither, so a
+bad value of one never breaks a command that does not read it."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from slot_expiration.options import DatabaseOptions
 from slot_expiration.slots.rules import SlotPolicy
 
 
-class SlotOptions(DatabaseOptions):
+class PublicationOptions(DatabaseOptions):
+    """`slots publish`: how far ahead a slot may start."""
+
     horizon_days: Annotated[
         int,
         Field(
@@ -21,6 +25,14 @@ class SlotOptions(DatabaseOptions):
             description="How far ahead a published slot may start, in days (ADR-0064).",
         ),
     ] = 90
+
+    def policy(self) -> SlotPolicy:
+        return SlotPolicy(horizon=timedelta(days=self.horizon_days))
+
+
+class BookingOptions(DatabaseOptions):
+    """`slots book` and `slots showcase`: how soon before its start a slot is bookable."""
+
     min_lead_time_minutes: Annotated[
         int,
         Field(
@@ -30,6 +42,13 @@ class SlotOptions(DatabaseOptions):
             "than this from now; 0 allowed.",
         ),
     ] = 60
+
+    def policy(self) -> SlotPolicy:
+        return SlotPolicy(min_lead_time=timedelta(minutes=self.min_lead_time_minutes))
+
+
+class SlotOptions(PublicationOptions, BookingOptions):
+    """Every option of the slot context (the Python API's, and the README's table)."""
 
     def policy(self) -> SlotPolicy:
         return SlotPolicy(

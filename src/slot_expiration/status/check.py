@@ -86,9 +86,12 @@ def judge(report: StatusReport, interval_seconds: float) -> Verdict:
 def _schema(schema: SchemaState | Unreadable, latest: str | None) -> list[Finding]:
     if isinstance(schema, Unreadable):
         return [Finding(Level.WARNING, f"schema: {schema}")]
-    if not schema.fits:
-        problems = [*schema.contract_mismatches, *(f"no table {t}" for t in schema.missing_tables)]
-        return [Finding(Level.CRITICAL, f"schema: {'; '.join(problems)}: run migrate")]
+    if schema.contract_mismatches:
+        problems = "; ".join(schema.contract_mismatches)
+        return [Finding(Level.CRITICAL, f"schema: {problems}: restore availability_slots")]
+    if schema.worker_problems:
+        problems = "; ".join(schema.worker_problems)
+        return [Finding(Level.CRITICAL, f"schema: {problems}: run migrate")]
     if schema.revision != latest:
         return [Finding(Level.CRITICAL, f"schema at {schema.revision}, not {latest}: run migrate")]
     return []

@@ -71,14 +71,18 @@ def _details(part: Any, *steps: Callable[[Any], Any]) -> list[str]:
 
 
 def schema_text(schema: SchemaState, latest: str | None) -> str:
-    problems = [
-        *schema.contract_mismatches,
-        *(f"table {t} is missing" for t in schema.missing_tables),
-    ]
-    if problems:
-        return (
-            f"{schema.revision or 'none'}, but {'; '.join(problems)}: run `slot-expiration migrate`"
+    """The schema's revision and what differs: the calendar's table from its contract
+    (restored by hand: migrate never changes it), the worker's own (migrate repairs it)."""
+    problems = []
+    if schema.contract_mismatches:
+        problems.append(
+            f"{'; '.join(schema.contract_mismatches)}: availability_slots no longer fits the "
+            "table contract, restore it (migrate cannot)"
         )
+    if schema.worker_problems:
+        problems.append(f"{'; '.join(schema.worker_problems)}: run `slot-expiration migrate`")
+    if problems:
+        return f"{schema.revision or 'none'}, but {'; and '.join(problems)}"
     position = position_of(schema.revision, latest or "")
     if position is SchemaPosition.CURRENT:
         return f"{schema.revision} (the newest)"

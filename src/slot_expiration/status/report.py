@@ -203,6 +203,7 @@ def _schema_json(schema: SchemaState, latest: str | None) -> dict[str, Any]:
         "ahead": position_of(schema.revision, latest or "") is SchemaPosition.AHEAD,
         "contract_mismatches": list(schema.contract_mismatches),
         "missing_tables": list(schema.missing_tables),
+        "worker_mismatches": list(schema.worker_mismatches),
     }
 
 

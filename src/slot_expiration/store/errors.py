@@ -20,10 +20,11 @@ SQLSTATE_FAMILIES below is the whole classification, by full code or by class.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
 from typing import Final
+from urllib.parse import quote
 from uuid import UUID
 
 import psycopg
@@ -137,20 +138,65 @@ class MisconfiguredStoreError(SlotStoreError):
         return ErrorFamily.MISCONFIGURED
 
 
-class SchemaMissingError(MisconfiguredStoreError):
-    """The database answers but a table the worker needs is missing (42P01: `migrate`
-    creates it), or a column of the calendar's table contract is (42703: the calendar's
-    table changed; `migrate` cannot put it back)."""
+class SchemaFix(StrEnum):
+    """Who can cure a missing table or column."""
 
-    def __init__(self, detail: str | None = None, sqlstate: str = UNDEFINED_TABLE) -> None:
+    MIGRATE = "migrate"  # the worker's own, or no schema yet: `migrate` (re)creates it
+    CALENDAR = "calendar"  # the calendar's availability_slots: restored by hand
+    UNKNOWN = "unknown"  # a statement failed on a column it names; which table is not said
+
+
+_FIXES: Final = {
+    SchemaFix.MIGRATE: "the schema is missing or out of date: run `slot-expiration migrate` first",
+    SchemaFix.CALENDAR: "availability_slots no longer fits the calendar's table contract "
+    "(`slot-expiration status` names what differs); restore it, migrate cannot",
+    SchemaFix.UNKNOWN: "a column the worker needs is missing: `slot-expiration status` names "
+    "it (`slot-expiration migrate` repairs the worker's own tables; the calendar's "
+    "availability_slots must be restored by hand)",
+}
+
+
+class SchemaMissingError(MisconfiguredStoreError):
+    """The database answers but a table or column the worker needs is missing: its own
+    (or no schema at all: `migrate` creates or repairs it), or one of the calendar's
+    table contract (the calendar's table changed: `migrate` cannot put it back)."""
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        sqlstate: str = UNDEFINED_TABLE,
+        fix: SchemaFix | None = None,
+    ) -> None:
         found = f"{detail}: " if detail else ""
-        fix = (
-            "availability_slots no longer fits the calendar's table contract "
-            "(`slot-expiration status` names what differs); restore it, migrate cannot"
-            if sqlstate == UNDEFINED_COLUMN
-            else "the schema is missing or out of date: run `slot-expiration migrate` first"
+        self.fix = fix or (SchemaFix.UNKNOWN if sqlstate == UNDEFINED_COLUMN else SchemaFix.MIGRATE)
+        super().__init__(f"{found}{_FIXES[self.fix]}", sqlstate)
+
+
+class SlotTableElsewhereError(MisconfiguredStoreError):
+    """The search_path finds no availability_slots, but another schema of the database
+    holds one: the calendar's. Nothing may create a second one; only pointing every
+    command at it helps."""
+
+    def __init__(
+        self, schemas: Sequence[str], search_path: str, role: str, *, changed: bool | None = None
+    ) -> None:
+        where = f"schema {schemas[0]}" if len(schemas) == 1 else f"schemas {', '.join(schemas)}"
+        name = schemas[0] if len(schemas) == 1 else "SCHEMA"
+        identifier = name if len(schemas) == 1 and _plain_identifier(name) else f'"{name}"'
+        super().__init__(
+            f"availability_slots is not on the search_path ({search_path}) but in {where}: "
+            f"point every command at it with --schema {name} (SLOT_EXPIRATION_SCHEMA), or the "
+            f"URL's options=-csearch_path%3D{quote(identifier, safe='')}, or ALTER ROLE "
+            f"{role} SET search_path = {identifier}"
+            + ("; nothing changed" if changed is False else ""),
+            UNDEFINED_TABLE,
         )
-        super().__init__(f"{found}{fix}", sqlstate)
+        self.schemas = tuple(schemas)
+
+
+def _plain_identifier(name: str) -> bool:
+    """Whether PostgreSQL reads `name` unquoted as itself (lower case, no odd characters)."""
+    return re.fullmatch(r"[a-z_][a-z0-9_$]*", name) is not None
 
 
 class ContractMismatchError(MisconfiguredStoreError):
@@ -164,6 +210,11 @@ class ContractMismatchError(MisconfiguredStoreError):
             + "; ".join(problems)
         )
         self.problems = problems
+
+
+class MigrationError(SlotStoreError):
+    """Alembic refused, the database is at a revision this release does not know, or a
+    repair would lose what only a person may decide to lose."""
 
 
 class NotQuarantinedError(SlotStoreError):

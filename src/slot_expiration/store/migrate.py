@@ -7,9 +7,13 @@ find the schema at head), then reads where the database stands:
 
 - a revision ahead of this release (a newer release migrated first): nothing to
   do, and said so; migrations only add, so this release runs on it;
+- no availability_slots on the search_path, but one in another schema: the
+  calendar's, never duplicated: refused, saying how to point at it;
 - an existing availability_slots never migrated by us: the calendar's table. It
   is adopted only if it fits the table contract and migrate may add the worker's
-  objects beside it; otherwise every problem is named and nothing is changed.
+  objects beside it; otherwise every problem is named and nothing is changed;
+- a schema migrated before: what the worker owns and is missing at its revision is
+  created again first (a repair: _repair), then the newer migrations run.
 
 `upgrade_sql` prints the SQL instead of running it (Alembic's offline mode), for
 a DBA to review; it cannot look at the database (see migration_context).
@@ -29,15 +33,19 @@ import psycopg
 import sqlalchemy.exc
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.environment import EnvironmentContext
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from psycopg import sql
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.pool import NullPool
 
 from slot_expiration.store import migration_context
 from slot_expiration.store.errors import (
     ContractMismatchError,
+    MigrationError,
     SlotStoreError,
+    SlotTableElsewhereError,
     first_line,
     translate,
 )
@@ -61,13 +69,10 @@ LOCK_POLL_SECONDS: Final = 0.25
 OnWait = Callable[[], None]
 
 
-class MigrationError(SlotStoreError):
-    """Alembic refused, or the database is at a revision this release does not know."""
-
-
 @dataclass(frozen=True, slots=True)
 class MigrationOutcome:
-    """What `upgrade` found and did. `notes`: what adoption kept or left out."""
+    """What `upgrade` found and did. `notes`: what a repair created again, what adoption
+    kept or left out."""
 
     before: str | None
     after: str | None
@@ -75,10 +80,11 @@ class MigrationOutcome:
     ahead: bool = False  # a newer release's schema: nothing was done
     waited: bool = False  # another migrate held the lock first
     notes: tuple[str, ...] = ()
+    repaired: bool = False  # what the worker owns was missing or altered, and is again
 
     @property
     def changed(self) -> bool:
-        return self.before != self.after
+        return self.before != self.after or self.repaired
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,14 +157,20 @@ def upgrade(
     *,
     lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS,
     on_wait: OnWait | None = None,
+    sandbox: bool = False,
 ) -> MigrationOutcome:
     """Bring the schema to the newest revision; a no-op when it is there or ahead.
 
     `on_wait` is told once when another migrate holds the lock and this one waits.
+    `sandbox`: the search_path's first schema is a scratch calendar of its own (the
+    benchmark's), whose availability_slots is created there even though another
+    schema holds the calendar's; `migrate` itself never passes it.
     """
     head = _head()
     with _translated(), migration_lock(database_url, on_wait) as (session, waited):
         start = _starting_point(session)
+        if not sandbox:
+            _require_slot_table_on_the_search_path(session, start)
         position = position_of(start.revision, head)
         if position is SchemaPosition.AHEAD:
             return MigrationOutcome(start.revision, start.revision, ahead=True, waited=waited)
@@ -167,6 +179,9 @@ def upgrade(
         if start.adopting:
             _require_adoptable(session)
         config = _config(database_url, lock_timeout_ms)
+        repaired: tuple[str, ...] = ()
+        if start.revision is not None:
+            repaired = _repair(session, config, start.revision, lock_timeout_ms, position)
         if position is not SchemaPosition.CURRENT:
             command.upgrade(config, "head")
     return MigrationOutcome(
@@ -174,8 +189,101 @@ def upgrade(
         after=head,
         adopted=start.adopting,
         waited=waited,
-        notes=tuple(config.attributes.get(migration_context.NOTES, ())),
+        notes=(*repaired, *config.attributes.get(migration_context.NOTES, ())),
+        repaired=bool(repaired),
     )
+
+
+def _repair(
+    session: psycopg.Connection[Any],
+    config: Config,
+    revision: str,
+    lock_timeout_ms: int,
+    position: SchemaPosition,
+) -> tuple[str, ...]:
+    """Recreate what the worker owns and is missing at the schema's revision: each
+    migration up to it runs again, creating only what is missing (tables, columns,
+    indexes, checks). At the newest revision the worker's tables are also held to
+    their shape: one that differs otherwise (a column renamed or retyped) is created
+    again if it is empty, and refused, naming it and the way out, if it holds rows.
+    Returns what was repaired, for the operator."""
+    notes = _replay(config, revision)
+    if position is not SchemaPosition.CURRENT:
+        return notes  # the worker's tables are not at their newest shape yet
+    altered = _altered_worker_tables(session)
+    if not altered:
+        return notes
+    if holding := {table: found for table, found in altered.items() if found.rows}:
+        raise RepairRefusedError(holding, notes)
+    session.execute(query("migrate_lock_timeout"), {"lock_timeout": str(lock_timeout_ms)})
+    for table in altered:
+        session.execute(sql.SQL(query("drop_worker_table")).format(table=sql.Identifier(table)))
+    notes = (*notes, *_replay(config, revision))
+    if left := _altered_worker_tables(session):
+        raise MigrationError(f"still differs after its repair: {_differences(left)}")
+    return notes
+
+
+def _replay(config: Config, revision: str) -> tuple[str, ...]:
+    """Run the migrations up to `revision` again (migrations/env.py), collecting what
+    they say they created again."""
+    config.attributes[migration_context.REPLAY] = revision
+    config.attributes[migration_context.NOTES] = []
+    config.attributes[migration_context.RECREATED_TABLES] = set()
+    try:
+        script = ScriptDirectory.from_config(config)
+        with EnvironmentContext(config, script):
+            script.run_env()
+        return tuple(config.attributes[migration_context.NOTES])
+    finally:
+        config.attributes[migration_context.REPLAY] = None
+        config.attributes[migration_context.NOTES] = []
+
+
+@dataclass(frozen=True, slots=True)
+class AlteredTable:
+    """How one of the worker's tables differs from its shape, and the rows it holds."""
+
+    problems: tuple[str, ...]
+    rows: int
+
+
+def _altered_worker_tables(session: psycopg.Connection[Any]) -> dict[str, AlteredTable]:
+    found: dict[str, list[str]] = {}
+    rows: dict[str, int] = {}
+    for table, problem, count in session.execute(query("worker_shape_mismatches")).fetchall():
+        found.setdefault(table, []).append(problem)
+        rows[table] = int(count)
+    return {table: AlteredTable(tuple(problems), rows[table]) for table, problems in found.items()}
+
+
+def _differences(altered: dict[str, AlteredTable]) -> str:
+    return "; ".join(problem for found in altered.values() for problem in found.problems)
+
+
+class RepairRefusedError(MigrationError):
+    """One of the worker's tables differs from its shape and holds rows that recreating
+    it would lose: only a person may decide that."""
+
+    def __init__(self, altered: dict[str, AlteredTable], repaired: tuple[str, ...]) -> None:
+        tables = ", ".join(f"{table} ({found.rows} rows)" for table, found in altered.items())
+        ways = "; or ".join(
+            f"empty it (TRUNCATE {table}: {_LOST[table]}) and run migrate again"
+            for table in altered
+        )
+        done = f"; meanwhile {', '.join(repaired)}" if repaired else ""
+        super().__init__(
+            f"cannot repair {_differences(altered)}: recreating {tables} would lose its rows; "
+            f"restore what changed as the migrations made it, or {ways}{done}"
+        )
+
+
+# What emptying each of the worker's tables loses.
+_LOST: Final = {
+    "slot_expiration_failures": "the quarantined slots are retried at the next cycle",
+    "slot_expiration_cycles": "the cycle history shown by status and ui",
+    VERSION_TABLE: "the record of the revision: migrate then adopts availability_slots again",
+}
 
 
 def upgrade_sql(
@@ -244,6 +352,19 @@ def _starting_point(session: psycopg.Connection[Any]) -> _StartingPoint:
         rows = session.execute(query("schema_revision")).fetchall()
         revision = str(rows[0][0]) if rows else None
     return _StartingPoint(bool(slot_table_exists), revision)
+
+
+def _require_slot_table_on_the_search_path(
+    session: psycopg.Connection[Any], start: _StartingPoint
+) -> None:
+    """Never a second availability_slots: when the search_path finds none but another
+    schema holds one, that is the calendar's, and only pointing at it helps."""
+    if start.slot_table_exists:
+        return
+    found = session.execute(query("slot_table_elsewhere")).fetchone()
+    if found is not None and found[0]:
+        schemas, search_path, role = found
+        raise SlotTableElsewhereError(schemas, search_path, role, changed=False)
 
 
 def _require_adoptable(session: psycopg.Connection[Any]) -> None:

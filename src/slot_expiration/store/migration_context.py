@@ -2,13 +2,19 @@
 
 - whether availability_slots is the calendar's (adopted) rather than created by
   migration 0001: then no migration touches it beyond the worker's own index;
-- what the calendar's `ix_availability_slots_status_start` is, if it has one;
-- how to build an index CONCURRENTLY without the session's lock_timeout;
-- notes for the operator (what adoption kept or left out), printed by migrate.
+- what the calendar's `ix_availability_slots_status_start` is, if it has one,
+  and whether the table is partitioned (and which partitions lack the index);
+- whether each object a migration creates is missing: every migration creates
+  only what is missing, so `migrate` can run them again (replaying) to repair
+  what the worker owns at the revision the schema is at;
+- how to build an index CONCURRENTLY without the session's lock_timeout, and
+  how to run statements each in a transaction of its own;
+- notes for the operator (what adoption kept or left out, what a repair
+  recreated), printed by migrate.
 
 Online, the answers come from the database (named statements of migrate.sql
 and status.sql, on the migration's own connection); offline nothing can be
-inspected, and they come from migrate's flags (--adopt).
+inspected, and they come from migrate's flags (--adopt): everything is missing.
 """
 
 from __future__ import annotations
@@ -26,10 +32,69 @@ from slot_expiration.store.queries import query
 ADOPT: Final = "adopt"  # offline only: write the adoption path
 LOCK_TIMEOUT_MS: Final = "lock_timeout_ms"
 NOTES: Final = "notes"
+REPLAY: Final = "replay"  # the migrations run again, up to the schema's revision: a repair
+RECREATED_TABLES: Final = "recreated_tables"
 
 
 def offline() -> bool:
     return bool(op.get_context().as_sql)
+
+
+def replaying() -> bool:
+    """Whether the migrations run again over a schema already at (or past) them, to
+    recreate what is missing of the worker's own (store.migrate.repair)."""
+    return bool(_attributes().get(REPLAY, False))
+
+
+def table_missing(name: str) -> bool:
+    return offline() or not _answer("relation_exists", {"name": name})
+
+
+def column_missing(table: str, column: str) -> bool:
+    return offline() or not _answer("column_exists", {"table": table, "column": column})
+
+
+def constraint_missing(table: str, name: str) -> bool:
+    return offline() or not _answer("constraint_exists", {"table": table, "name": name})
+
+
+def index_validity(name: str) -> bool | None:
+    """Whether the index `name` is valid; None when there is none (always, offline)."""
+    if offline():
+        return None
+    row = _fetch_one("index_validity", {"name": name})
+    return None if row is None else bool(row[0])
+
+
+def slot_table_autovacuum_set() -> bool:
+    """Whether migration 0005's setting is on availability_slots (offline: not known)."""
+    return not offline() and _answer("slot_table_autovacuum_set")
+
+
+def slot_table_partitioned() -> bool:
+    """Whether availability_slots is partitioned (offline: not known, so not)."""
+    return not offline() and bool(_answer("slot_table_partitioned"))
+
+
+def partitions_without_index() -> list[tuple[str, str | None, bool]]:
+    """Each partition of availability_slots whose index is not yet attached to the
+    worker's: (partition, an index of the worker's shape already on it or None,
+    whether that one is valid)."""
+    rows = _fetch_all("partitions_without_worker_index")
+    return [(str(p), None if i is None else str(i), bool(v)) for p, i, v in rows]
+
+
+def recreated(what: str, *, part_of: str | None = None) -> None:
+    """Say, in a repair, that `what` was missing and is created again; nothing of a
+    table (`part_of`) that is itself created again in this repair (it says it)."""
+    if not replaying():
+        return
+    tables: set[str] = _attributes().setdefault(RECREATED_TABLES, set())
+    if part_of is not None and part_of in tables:
+        return
+    if what.startswith("table "):
+        tables.add(what.removeprefix("table "))
+    note(f"repaired: {what} was missing, created again")
 
 
 def slot_table_exists() -> bool:
@@ -56,10 +121,10 @@ def adoption_problems(connection: Any, *, status_values: bool = True) -> tuple[s
     """Every reason the existing availability_slots cannot be adopted: the catalog's
     (the contract, migrate's privileges) and, with `status_values`, the values its
     rows hold and its checks allow (a full read of the table; only where the column
-    is text, else the statement could not name it)."""
+    reads as text, else the statement could not compare it)."""
     with connection.cursor() as cursor:
         problems = [row[0] for row in cursor.execute(query("adoption_problems")).fetchall()]
-        if status_values and cursor.execute(query("status_column_is_text")).fetchone()[0]:
+        if status_values and cursor.execute(query("status_values_readable")).fetchone()[0]:
             problems += [row[0] for row in cursor.execute(query("status_value_mismatches"))]
     return tuple(problems)
 
@@ -83,6 +148,15 @@ def selection_index() -> tuple[str, bool] | None:
         return None
     row = _fetch_one("status_selection_index")
     return None if row is None else (str(row[2]), bool(row[1]))
+
+
+@contextmanager
+def each_in_its_own_transaction() -> Iterator[None]:
+    """Outside the migration's transaction: each statement commits at once, keeping the
+    session's lock_timeout, so the lock it takes is held for that statement alone
+    (attaching an index to a partitioned one, say), never until the migration ends."""
+    with op.get_context().autocommit_block():
+        yield
 
 
 @contextmanager
@@ -132,12 +206,17 @@ def _dbapi() -> Any:
     return op.get_bind().connection.dbapi_connection
 
 
-def _fetch_all(name: str) -> list[tuple[Any, ...]]:
+def _fetch_all(name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
     with _dbapi().cursor() as cursor:
-        cursor.execute(query(name))
+        cursor.execute(query(name), params)
         return list(cursor.fetchall())
 
 
-def _fetch_one(name: str) -> tuple[Any, ...] | None:
-    rows = _fetch_all(name)
+def _fetch_one(name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
+    rows = _fetch_all(name, params)
     return rows[0] if rows else None
+
+
+def _answer(name: str, params: dict[str, Any] | None = None) -> bool:
+    row = _fetch_one(name, params)
+    return bool(row and row[0])

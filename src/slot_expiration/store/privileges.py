@@ -6,9 +6,11 @@ never revokes a privilege the role may need for other work, unless asked to
 (`revoke_extra`): only then does it revoke what the role holds directly beyond
 its needs. What the role holds through a membership (or PUBLIC) is reported,
 not touched. It refuses a role that owns the table, is a superuser, or is the
-one running it: such a role can do everything anyway, and "exactly" would be a
-lie. The statements are the templates of privileges.sql; only identifiers and
-privilege keywords of a fixed list are filled in, by psycopg.sql.
+one running it, and one that can become such a role (or a predefined role that
+writes any table) through a chain of memberships, INHERIT or not: such a role
+can do everything anyway, and "exactly" would be a lie. The statements are the
+templates of privileges.sql; only identifiers and privilege keywords of a fixed
+list are filled in, by psycopg.sql.
 """
 
 from __future__ import annotations
@@ -123,6 +125,23 @@ async def grant_privileges(
             return await grants.run(schema, apply=apply, revoke_extra=revoke_extra)
 
 
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """grant_target's row: the role, the table's schema and owner, and what the role is
+    or can become (see privileges.sql)."""
+
+    role_oid: int | None
+    schema: str
+    owner: str
+    we_act_as_owner: bool
+    role_acts_as_owner: bool
+    superuser: bool
+    connecting: bool
+    predefined: bool
+    chain_to_power: list[str] | None
+    power: str | None
+
+
 class _Grants:
     def __init__(self, session: Session, role: str, mode: GrantMode) -> None:
         self._session = session
@@ -134,20 +153,25 @@ class _Grants:
         rows = await self._session.rows("grant_target", {"role": self._role})
         if not rows:
             raise SchemaMissingError("table availability_slots does not exist")
-        role_oid, schema, owner, we_own, role_owns, superuser, connecting, predefined = rows[0]
-        if role_oid is None:
+        target = _Target(*rows[0])
+        if target.role_oid is None:
             raise UnknownRoleError(self._role)
-        if not we_own:
-            raise NotOwnerError(owner)
-        refusal = _refusal(self._role, owner, role_owns, superuser, connecting) or (
-            f"role {self._role!r} is a predefined role of PostgreSQL: every member of it "
-            "would get the worker's privileges; give the worker its own role"
-            if predefined
-            else None
+        if not target.we_act_as_owner:
+            raise NotOwnerError(target.owner)
+        owns = target.role_acts_as_owner and target.chain_to_power is None
+        refusal = (
+            _refusal(self._role, target.owner, owns, target.superuser, target.connecting)
+            or (
+                f"role {self._role!r} is a predefined role of PostgreSQL: every member of it "
+                "would get the worker's privileges; give the worker its own role"
+                if target.predefined
+                else None
+            )
+            or _reach_refusal(self._role, target.chain_to_power, target.power)
         )
         if refusal:
             raise GrantRefusedError(f"{refusal}; nothing was changed")
-        return str(schema)
+        return target.schema
 
     async def run(self, schema: str, *, apply: bool, revoke_extra: bool) -> GrantReport:
         wanted = await self._wanted()
@@ -217,6 +241,26 @@ def _refusal(role: str, owner: str, owns: bool, superuser: bool, connecting: boo
             "it can do everything there; give the worker its own role"
         )
     return None
+
+
+# What a role reached through memberships could do instead of the worker's little.
+_POWERS: Final = {
+    "superuser": "a superuser, who can do everything",
+    "owner": "the owner of availability_slots, who can do everything there",
+    "writer": "a predefined role that writes any table or file",
+}
+
+
+def _reach_refusal(role: str, chain: list[str] | None, power: str | None) -> str | None:
+    """A role that can become a powerful one: a member may SET ROLE to each role of the
+    chain, INHERIT or not, so its own grants would not bound it."""
+    if not chain or power is None:
+        return None
+    return (
+        f"role {role!r} can reach {chain[-1]!r}, {_POWERS[power]}, through its memberships "
+        f"{' -> '.join(chain)} (a member may SET ROLE to each, INHERIT or not): revoke a "
+        "membership of that chain, or give the worker its own role"
+    )
 
 
 def _covered(held: TablePrivilege, wanted: set[TablePrivilege]) -> bool:

@@ -156,11 +156,16 @@ RETURNING id, tenant_id;
 
 -- name: cycle_preflight
 -- The first statement of every cycle: the server's clock (to compare with
--- the worker's) and what this role lacks to run a cycle, one line each; see
--- worker_requirements in schema.sql.
+-- the worker's), what this role lacks to run a cycle, one line each (see
+-- worker_requirements in schema.sql), and, when the search_path finds no
+-- availability_slots, the schemas that hold one and the search_path.
 SELECT clock_timestamp() AS server_clock,
        current_user::text AS role,
-       coalesce(array_agg(r.problem ORDER BY r.ordinal), '{}') AS problems
+       coalesce(array_agg(r.problem ORDER BY r.ordinal), '{}') AS problems,
+       (
+           -- include: slot_table_schemas_elsewhere
+       ) AS slot_table_schemas,
+       current_setting('search_path') AS search_path
 FROM (
     -- include: worker_requirement_problems
     UNION ALL
@@ -169,7 +174,38 @@ FROM (
     SELECT 99, 'row-level security on availability_slots hides rows from this role'
     WHERE to_regclass('availability_slots') IS NOT NULL
       AND row_security_active('availability_slots')
+      AND NOT (
+          -- include: row_security_shows_every_row
+      )
 ) AS r;
+
+-- fragment: row_security_shows_every_row
+-- Whether the row-level security policies on availability_slots that apply to
+-- this role (directly, through a membership, or to PUBLIC) let it read and
+-- update every row: a permissive policy USING (true) for reading and one for
+-- updating (FOR ALL serves both; an UPDATE's WITH CHECK true or none), and no
+-- restrictive policy that holds anything back.
+SELECT coalesce(
+    bool_or(p.permissive AND p.reads AND p.shows_all)
+    AND bool_or(p.permissive AND p.updates AND p.shows_all AND p.checks_nothing)
+    AND NOT bool_or(NOT p.permissive AND (p.reads OR p.updates)
+                    AND NOT (p.shows_all AND p.checks_nothing)),
+    false
+)
+FROM (
+    SELECT pol.polpermissive AS permissive,
+           pol.polcmd IN ('r', '*') AS reads,
+           pol.polcmd IN ('w', '*') AS updates,
+           coalesce(pg_get_expr(pol.polqual, pol.polrelid) = 'true', false) AS shows_all,
+           coalesce(pg_get_expr(pol.polwithcheck, pol.polrelid) = 'true', true)
+               AS checks_nothing
+    FROM pg_policy AS pol
+    WHERE pol.polrelid = to_regclass('availability_slots')
+      AND (0 = ANY (pol.polroles) OR EXISTS (
+          SELECT FROM unnest(pol.polroles) AS granted (role)
+          WHERE pg_has_role(current_user, granted.role, 'USAGE')
+      ))
+) AS p
 
 -- name: count_backlog_capped
 -- What is still due after a cycle, counted cheaply: an index-only walk that

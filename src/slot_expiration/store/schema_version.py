@@ -75,8 +75,8 @@ def unknown_revision(revision: str) -> str:
     return f"the schema is at revision {revision!r}, which is not a revision of slot-expiration"
 
 
-def upgrade(database_url: str) -> MigrationOutcome:
+def upgrade(database_url: str, *, sandbox: bool = False) -> MigrationOutcome:
     """Bring the schema to HEAD_REVISION (store.migrate.upgrade, loaded only now)."""
     from slot_expiration.store import migrate  # noqa: PLC0415 - Alembic only when migrating
 
-    return migrate.upgrade(database_url)
+    return migrate.upgrade(database_url, sandbox=sandbox)

@@ -76,11 +76,14 @@ class LockedBatch:
 
 @dataclass(frozen=True, slots=True)
 class Preflight:
-    """The server's clock, the role, and what it lacks to run a cycle (empty: nothing)."""
+    """The server's clock, the role, and what it lacks to run a cycle (empty: nothing);
+    when the search_path finds no availability_slots, the schemas that hold one."""
 
     server_clock: datetime
     role: str
     problems: tuple[str, ...]
+    slot_table_schemas: tuple[str, ...] = ()
+    search_path: str = ""
 
 
 class SlotStore:
@@ -107,8 +110,16 @@ class SlotStore:
         return self._session.transaction()
 
     async def preflight(self) -> Preflight:
-        server_clock, role, problems = await self._session.row("cycle_preflight")
-        return Preflight(server_clock=server_clock, role=role, problems=tuple(problems))
+        server_clock, role, problems, schemas, search_path = await self._session.row(
+            "cycle_preflight"
+        )
+        return Preflight(
+            server_clock=server_clock,
+            role=role,
+            problems=tuple(problems),
+            slot_table_schemas=tuple(schemas or ()),
+            search_path=search_path,
+        )
 
     async def schema_revision(self) -> str | None:
         """The migration the schema is at (the role reads the history table: a

@@ -8,6 +8,7 @@ savepoint of its own: a part the role may not read fails alone.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -95,19 +96,27 @@ class SelectionIndex:
 
 @dataclass(frozen=True, slots=True)
 class SchemaState:
-    """The worker's migration revision and how the tables differ from what it needs."""
+    """The worker's migration revision and how the tables differ from what it needs:
+    the calendar's table from its contract (restored by hand), the worker's own tables
+    missing or not of their shape (`migrate` repairs them)."""
 
     revision: str | None
     contract_mismatches: tuple[str, ...]
     missing_tables: tuple[str, ...]
+    worker_mismatches: tuple[str, ...] = ()
 
     @property
     def slot_table_missing(self) -> bool:
         return any(p.startswith("table availability_slots") for p in self.contract_mismatches)
 
     @property
+    def worker_problems(self) -> tuple[str, ...]:
+        """What `migrate` repairs."""
+        return (*(f"table {t} is missing" for t in self.missing_tables), *self.worker_mismatches)
+
+    @property
     def fits(self) -> bool:
-        return not (self.contract_mismatches or self.missing_tables)
+        return not (self.contract_mismatches or self.worker_problems)
 
 
 class StatusStore:
@@ -143,10 +152,11 @@ class StatusStore:
     async def schema_state(self) -> SchemaState:
         mismatches = tuple(row[0] for row in await self._session.rows("contract_mismatches"))
         missing = tuple(row[0] for row in await self._session.rows("worker_tables_missing"))
+        altered = tuple(row[1] for row in await self._session.rows("worker_shape_mismatches"))
         revision = None
         if "slot_expiration_alembic_version" not in missing:
             revision = await self.schema_revision()
-        return SchemaState(revision, mismatches, missing)
+        return SchemaState(revision, mismatches, missing, altered)
 
     async def counts_by_status(self) -> dict[SlotStatus, int]:
         counts = dict.fromkeys(SlotStatus, 0)
@@ -176,9 +186,10 @@ class StatusStore:
 
     async def selection_index(self, as_of: datetime, batch_size: int) -> SelectionIndex:
         found = await self._session.rows("status_selection_index")
+        relations, indexes = await self._session.row("status_slot_table_partitions")
         params = Selection(as_of, as_of, batch_size).parameters()
         plan_rows = await self._session.rows("status_explain_selection", params)
-        scan = _slot_table_scan(plan_rows[0][0])
+        scan = _slot_table_scan(plan_rows[0][0], {SLOT_TABLE, *relations}, set(indexes))
         table, valid, definition = found[0] if found else (None, False, None)
         return SelectionIndex(
             exists=bool(found),
@@ -191,26 +202,43 @@ class StatusStore:
         )
 
 
-def _slot_table_scan(explained: Any) -> str:
+def _slot_table_scan(
+    explained: Any, relations: set[str] | None = None, index_partitions: set[str] | None = None
+) -> str:
     """How an EXPLAIN (FORMAT JSON) plan reads the slot table, in EXPLAIN's own words.
 
     A bitmap scan reads the table in one node and the index in a child node:
     both are named ("Bitmap Heap Scan, Bitmap Index Scan using ix_..."). Only scans
     are named: the joins, sorts and limits around them say nothing of the index.
+    On a partitioned table (`relations`: it and its partitions) each partition is
+    scanned on its own, through its part of the selection's index
+    (`index_partitions`): the same step over several partitions is named once,
+    with their number, and a part of the selection's index by the index's name.
     """
+    relations = relations or {SLOT_TABLE}
+    index_partitions = index_partitions or set()
     try:
         steps = [
-            f"{node['Node Type']} using {node['Index Name']}"
+            f"{node['Node Type']} using {_index_name(node['Index Name'], index_partitions)}"
             if "Index Name" in node
             else str(node["Node Type"])
             for node in _plan_nodes(explained[0]["Plan"])
             # A bitmap index scan names no relation; any other scan names its own.
             if str(node["Node Type"]).endswith("Scan")
-            and node.get("Relation Name", SLOT_TABLE) == SLOT_TABLE
+            and node.get("Relation Name", SLOT_TABLE) in relations
         ]
     except (KeyError, IndexError, TypeError) as exc:
         raise SlotStoreError(f"unexpected EXPLAIN output: {exc!r}") from exc
-    return ", ".join(steps) or f"no scan of {SLOT_TABLE}"
+    counted = Counter(steps)
+    shown = [
+        step if counted[step] == 1 else f"{step} (on {counted[step]} partitions)"
+        for step in dict.fromkeys(steps)
+    ]
+    return ", ".join(shown) or f"no scan of {SLOT_TABLE}"
+
+
+def _index_name(name: str, index_partitions: set[str]) -> str:
+    return SELECTION_INDEX if name in index_partitions else name
 
 
 def _plan_nodes(node: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:

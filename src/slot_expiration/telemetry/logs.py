@@ -40,6 +40,7 @@ class LogEvent:
     WORKER_STOPPED: Final = "worker.stopped"
     ENDPOINT_SERVING: Final = "endpoint.serving"
     SCHEMA_AHEAD: Final = "schema.ahead"
+    SCHEMA_BEHIND: Final = "schema.behind"
     UNKNOWN_VARIABLE: Final = "options.unknown_variable"
     HISTORY_WRITE_FAILED: Final = "history.write_failed"
     UI_SERVING: Final = "ui.serving"

@@ -5,7 +5,7 @@ person can fix (a grant, a table, the clock)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,8 +45,9 @@ class Readiness:
     costs one database session and waits at most one timeout. As a sink it remembers
     whether the last cycle failed on what only a person can fix.
 
-    `secrets` (the URL's passwords) are removed from any message it reports:
-    the answer is served to whoever can reach the endpoint.
+    Its answer is served to whoever can reach the endpoint: the store's messages
+    never quote a password (libpq's do not, and a URL whose password would spill
+    into its host is refused before any connection), so none is masked here.
     """
 
     def __init__(
@@ -54,12 +55,10 @@ class Readiness:
         schema_revision: SchemaRevision,
         latest_revision: str | None,
         timeout_seconds: float = 5.0,
-        secrets: Sequence[str] = (),
     ) -> None:
         self._schema_revision = schema_revision
         self._latest = latest_revision
         self._timeout = timeout_seconds
-        self._secrets = tuple(secret for secret in secrets if secret)
         self._probe: asyncio.Task[ReadinessReport] | None = None
         self._needs_a_person: str | None = None
 
@@ -82,7 +81,7 @@ class Readiness:
         probed = await asyncio.shield(self._probe)
         if self._needs_a_person is None:
             return probed
-        return self._not_ready(self._scrub(self._needs_a_person), probed.schema_revision)
+        return self._not_ready(self._needs_a_person, probed.schema_revision)
 
     async def _check(self) -> ReadinessReport:
         try:
@@ -91,7 +90,7 @@ class Readiness:
         except SchemaMissingError:
             return self._not_ready("the schema is missing: run `slot-expiration migrate`", None)
         except SlotStoreError as exc:
-            return self._not_ready(f"database: {self._scrub(str(exc))}", None)
+            return self._not_ready(f"database: {exc}", None)
         except TimeoutError:
             return self._not_ready(f"the database did not answer within {self._timeout:g} s", None)
         return self._against_latest(current)
@@ -118,8 +117,3 @@ class Readiness:
 
     def _not_ready(self, detail: str, current: str | None) -> ReadinessReport:
         return ReadinessReport(False, detail, current, self._latest)
-
-    def _scrub(self, message: str) -> str:
-        for secret in self._secrets:
-            message = message.replace(secret, "***")
-        return message

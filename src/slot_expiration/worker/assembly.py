@@ -34,7 +34,8 @@ from slot_expiration.loop import (
     stop_on_signals,
 )
 from slot_expiration.options import CycleOptions, WorkerOptions
-from slot_expiration.store import SlotStore, TransactionLimits
+from slot_expiration.store import SchemaMissingError, SlotStore, TransactionLimits
+from slot_expiration.store.errors import SchemaFix
 from slot_expiration.store.housekeeping import Housekeeping, record_cycle
 from slot_expiration.store.schema_version import (
     HEAD_REVISION,
@@ -97,19 +98,51 @@ async def check_ready(options: CycleOptions) -> None:
     MisconfiguredStoreError names every problem and the command that fixes it.
 
     A schema ahead of this release (a newer one migrated it) is said, then worked
-    on: migrations only add.
+    on: migrations only add. One behind it is said too (schema.behind); `run`
+    waits for `migrate` on it (wait_for_migrate), `once` leaves it to the cycle.
     """
     async with store_factory(options)() as store, store.transaction():
         preflight = await store.preflight()
         revision = None if preflight.problems else await store.schema_revision()
     if preflight.problems:
         raise misconfigured(preflight)
-    if revision is not None and position_of(revision) is SchemaPosition.AHEAD:
-        structlog.get_logger("slot_expiration").info(
+    log = structlog.get_logger("slot_expiration")
+    position = position_of(revision)
+    if revision is not None and position is SchemaPosition.AHEAD:
+        log.info(
             LogEvent.SCHEMA_AHEAD,
             schema_revision=revision,
             latest_revision=HEAD_REVISION,
             detail=f"{ahead_of_release(revision)}: migrations only add, so this release runs on it",
+        )
+    elif position is SchemaPosition.BEHIND:
+        log.warning(
+            LogEvent.SCHEMA_BEHIND,
+            schema_revision=revision,
+            latest_revision=HEAD_REVISION,
+            detail=f"the schema is at {revision}, this release's newest is {HEAD_REVISION}: "
+            "not ready until `slot-expiration migrate` has run",
+        )
+
+
+async def wait_for_migrate(options: CycleOptions) -> None:
+    """`run`'s start check: like check_ready, but a schema that only `migrate` can bring
+    to this release (not yet migrated, behind, or missing a table of the worker's own) is
+    no reason to exit. The worker stays up and unready (/readyz: "run migrate"); each
+    tick's cycle checks again and fails as misconfigured until the schema is there,
+    then the worker is ready by itself. A rolling deploy applied in one go starts the
+    new pods before the migration Job has run: they wait for it instead of crash-looping.
+    Anything else a person must fix still fails the start."""
+    try:
+        await check_ready(options)
+    except SchemaMissingError as exc:
+        if exc.fix is not SchemaFix.MIGRATE:
+            raise
+        structlog.get_logger("slot_expiration").warning(
+            LogEvent.SCHEMA_BEHIND,
+            schema_revision=None,
+            latest_revision=HEAD_REVISION,
+            detail=f"{exc}: not ready until then, checked at every tick",
         )
 
 
@@ -188,7 +221,7 @@ async def run_worker(
         emit = observability.sink([logs, history, *extra_sinks])
         # Listening first: a port already taken fails the start before anything else.
         async with observability.endpoint(options) as url:
-            await check_ready(options)
+            await wait_for_migrate(options)
             loop = build_loop(options, emit, collect_slots=tracing_on(tracer))
             emit(LoopStarted(options.interval_seconds, options.batch_size))
             announce(url, on_serving)

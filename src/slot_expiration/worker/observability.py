@@ -11,7 +11,7 @@ import structlog
 from opentelemetry.trace import Tracer
 
 from slot_expiration.loop import Sink, fan_out
-from slot_expiration.options import WorkerOptions, url_secrets
+from slot_expiration.options import WorkerOptions
 from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.store.session import ApplicationName
 from slot_expiration.store.status_store import StatusStore
@@ -35,7 +35,7 @@ def readiness_for(options: WorkerOptions) -> Readiness:
         async with StatusStore.connect(url, ApplicationName.PROBE, PROBE_TIMEOUT_SECONDS) as store:
             return await store.schema_revision()
 
-    return Readiness(schema_revision, HEAD_REVISION, PROBE_TIMEOUT_SECONDS, url_secrets(url))
+    return Readiness(schema_revision, HEAD_REVISION, PROBE_TIMEOUT_SECONDS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,8 @@ Before adding a migration, read README.md beside this file: migrations only add.
 """
 
 from alembic import context
+from alembic.operations import Operations
+from alembic.script import ScriptDirectory
 
 from slot_expiration.store import migration_context
 from slot_expiration.store.migrate import engine_for
@@ -21,10 +23,25 @@ def run_migrations_online() -> None:
                 transaction_per_migration=True,
                 version_table=VERSION_TABLE,
             )
+            if attributes.get(migration_context.REPLAY):
+                replay_migrations(str(attributes[migration_context.REPLAY]))
+                return
             with context.begin_transaction():
                 context.run_migrations()
     finally:
         engine.dispose()
+
+
+def replay_migrations(revision: str) -> None:
+    """A repair (store.migrate): each migration up to `revision` runs again, in order,
+    each in its own transaction as in an upgrade; each creates only what is missing
+    (migration_context.replaying()). The version table is not touched."""
+    migration = context.get_context()
+    scripts = ScriptDirectory.from_config(context.config)
+    with Operations.context(migration):
+        for script in reversed(list(scripts.walk_revisions("base", revision))):
+            with migration.begin_transaction(_per_migration=True):
+                script.module.upgrade()
 
 
 def run_migrations_offline() -> None:

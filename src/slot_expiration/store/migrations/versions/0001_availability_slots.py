@@ -9,6 +9,10 @@ adoption is recorded on the worker's own history table, and no migration
 creates, alters, indexes or drops anything of the calendar's table beyond the
 worker's index (0004): each asks migration_context.adopted().
 
+Every migration creates only what is missing (migration_context.table_missing and
+the like): `migrate` runs them again (replaying) to repair what the worker owns
+at the revision the schema is at.
+
 Revision ID: 0001
 Revises:
 Create Date: 2026-12-02
@@ -19,6 +23,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 from slot_expiration.store import migration_context
+from slot_expiration.store.errors import MigrationError
 
 revision = "0001"
 down_revision = None
@@ -27,10 +32,37 @@ depends_on = None
 
 
 def upgrade() -> None:
+    if migration_context.replaying():
+        _create_again_unless_adopted()
+        return
     if migration_context.slot_table_exists():
         migration_context.require_adoptable()
         migration_context.mark_adopted()
         return
+    _create_table()
+    # Serves the worker's selection: status = 'Available' AND start_at <= AsOf
+    # ORDER BY start_at, read in index order (0004 makes it partial).
+    op.create_index(
+        "ix_availability_slots_status_start", "availability_slots", ["status", "start_at"]
+    )
+
+
+def _create_again_unless_adopted() -> None:
+    """A repair: the table's origin is recorded. One this migration created (a test or
+    demo database) is created again if it went; the calendar's, never (0004 builds the
+    worker's index on it)."""
+    if not migration_context.table_missing("availability_slots"):
+        return
+    if migration_context.adopted():
+        raise MigrationError(
+            "the calendar's availability_slots (adopted) is gone: restore it; migrate never "
+            "creates the calendar's table"
+        )
+    _create_table()
+    migration_context.recreated("table availability_slots")
+
+
+def _create_table() -> None:
     op.create_table(
         "availability_slots",
         sa.Column("id", postgresql.UUID(as_uuid=True), primary_key=True),
@@ -46,11 +78,6 @@ def upgrade() -> None:
             "status IN ('Available', 'Booked', 'Expired', 'Archived')",
             name="ck_availability_slots_status",
         ),
-    )
-    # Serves the worker's selection: status = 'Available' AND start_at <= AsOf
-    # ORDER BY start_at, read in index order (0004 makes it partial).
-    op.create_index(
-        "ix_availability_slots_status_start", "availability_slots", ["status", "start_at"]
     )
 
 

@@ -24,11 +24,16 @@ branch_labels = None
 depends_on = None
 
 
+QUARANTINE = "slot_expiration_failures"
+
+
 def upgrade() -> None:
+    if not migration_context.table_missing(QUARANTINE):
+        return
     adopted = migration_context.adopted()
     slot = [] if adopted else [sa.ForeignKey("availability_slots.id", ondelete="CASCADE")]
     op.create_table(
-        "slot_expiration_failures",
+        QUARANTINE,
         sa.Column("slot_id", postgresql.UUID(as_uuid=True), *slot, primary_key=True),
         sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("first_failed_at", sa.TIMESTAMP(timezone=True), nullable=False),
@@ -38,7 +43,8 @@ def upgrade() -> None:
         sa.Column("message", sa.Text(), nullable=False),
         sa.CheckConstraint("attempts >= 1", name="ck_slot_expiration_failures_attempts"),
     )
-    if adopted:
+    migration_context.recreated(f"table {QUARANTINE}")
+    if adopted and not migration_context.replaying():
         migration_context.note(
             "slot_expiration_failures has no foreign key to the calendar's table "
             "(it would block the calendar's writes to add): the worker purges the "
@@ -47,4 +53,4 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.drop_table("slot_expiration_failures")
+    op.drop_table(QUARANTINE)

@@ -24,51 +24,54 @@ branch_labels = None
 depends_on = None
 
 TABLE = "availability_slots"
-INDEXES = (
-    "ix_availability_slots_consultant_occupied_end",
-    "ix_availability_slots_consultant_start",
-    "ix_availability_slots_showcase",
-)
+
+
+# Each index: its columns and, if partial, the rows it holds.
+SHAPES: dict[str, tuple[list[str], str | None]] = {
+    # The showcase: a tenant's Available slots by (start_at, id), keyset-paginated.
+    "ix_availability_slots_showcase": (["tenant_id", "start_at", "id"], "status = 'Available'"),
+    # The agent's list (any status, when asked for) and the showcase for one consultant.
+    "ix_availability_slots_consultant_start": (
+        ["tenant_id", "consultant_id", "start_at", "id"],
+        None,
+    ),
+    # The overlap check of a publication: the consultant's slots that take time and end
+    # after the new batch starts (future ones, whatever history).
+    "ix_availability_slots_consultant_occupied_end": (
+        ["tenant_id", "consultant_id", "end_at"],
+        "status IN ('Available', 'Booked')",
+    ),
+}
 
 
 def upgrade() -> None:
     if migration_context.adopted():
-        migration_context.note(
-            "not built on the calendar's table: the slot context's indexes (migration "
-            "0003, for the `slots` commands, not the worker)"
-        )
+        if not migration_context.replaying():
+            migration_context.note(
+                "not built on the calendar's table: the slot context's indexes (migration "
+                "0003, for the `slots` commands, not the worker)"
+            )
         return
     with migration_context.concurrently():
-        # The showcase: a tenant's Available slots by (start_at, id), keyset-paginated.
-        op.create_index(
-            "ix_availability_slots_showcase",
-            TABLE,
-            ["tenant_id", "start_at", "id"],
-            postgresql_where=sa.text("status = 'Available'"),
-            postgresql_concurrently=True,
-        )
-        # The agent's list (any status, when asked for) and the showcase for one
-        # consultant.
-        op.create_index(
-            "ix_availability_slots_consultant_start",
-            TABLE,
-            ["tenant_id", "consultant_id", "start_at", "id"],
-            postgresql_concurrently=True,
-        )
-        # The overlap check of a publication: the consultant's slots that take
-        # time and end after the new batch starts (future ones, whatever history).
-        op.create_index(
-            "ix_availability_slots_consultant_occupied_end",
-            TABLE,
-            ["tenant_id", "consultant_id", "end_at"],
-            postgresql_where=sa.text("status IN ('Available', 'Booked')"),
-            postgresql_concurrently=True,
-        )
+        for name, (columns, where) in SHAPES.items():
+            validity = migration_context.index_validity(name)
+            if validity:
+                continue
+            if validity is False:  # a build cut short: it serves nothing
+                op.drop_index(name, table_name=TABLE, postgresql_concurrently=True)
+            op.create_index(
+                name,
+                TABLE,
+                columns,
+                postgresql_where=sa.text(where) if where else None,
+                postgresql_concurrently=True,
+            )
+            migration_context.recreated(f"index {name}")
 
 
 def downgrade() -> None:
     if migration_context.adopted():
         return  # never built there; an index of that name would be the calendar's
     with migration_context.concurrently():
-        for name in INDEXES:
+        for name in reversed(SHAPES):
             op.drop_index(name, table_name=TABLE, postgresql_concurrently=True)

@@ -31,12 +31,16 @@ SETTING = "ALTER TABLE availability_slots SET (autovacuum_vacuum_scale_factor = 
 
 def upgrade() -> None:
     if migration_context.adopted():
-        migration_context.note(
-            "not applied to the calendar's table (its DBA's to decide, see docs/deploy.md): "
-            f"{SETTING}"
-        )
+        if not migration_context.replaying():
+            migration_context.note(
+                "not applied to the calendar's table (its DBA's to decide, see "
+                f"docs/deploy.md): {SETTING}"
+            )
+        return
+    if migration_context.slot_table_autovacuum_set():
         return
     op.execute(SETTING)
+    migration_context.recreated("the autovacuum setting of availability_slots")
 
 
 def downgrade() -> None:

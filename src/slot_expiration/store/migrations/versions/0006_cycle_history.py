@@ -23,6 +23,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
+from slot_expiration.store import migration_context
+
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
@@ -33,12 +35,27 @@ QUARANTINE = "slot_expiration_failures"
 OUTCOMES = ("success", "failed", "budget_exceeded", "misconfigured", "clock_skew", "interrupted")
 
 
+HISTORY_INDEX = "ix_slot_expiration_cycles_ended_at"
+ENDED_CHECK = "ck_slot_expiration_failures_ended"
+
+
 def upgrade() -> None:
     _create_history()
     _quarantine_keeps_ended_entries()
 
 
 def _create_history() -> None:
+    if migration_context.table_missing(HISTORY):
+        _create_history_table()
+        migration_context.recreated(f"table {HISTORY}")
+    if migration_context.table_missing(HISTORY_INDEX):
+        # Every read (latest cycles, the last hour, the chart) and the retention purge
+        # walk the history by its end.
+        op.create_index(HISTORY_INDEX, HISTORY, ["ended_at"])
+        migration_context.recreated(f"index {HISTORY_INDEX}", part_of=HISTORY)
+
+
+def _create_history_table() -> None:
     outcomes = ", ".join(f"'{outcome}'" for outcome in OUTCOMES)
     op.create_table(
         HISTORY,
@@ -65,28 +82,33 @@ def _create_history() -> None:
             name="ck_slot_expiration_cycles_error",
         ),
     )
-    # Every read (latest cycles, the last hour, the chart) and the retention purge
-    # walk the history by its end.
-    op.create_index("ix_slot_expiration_cycles_ended_at", HISTORY, ["ended_at"])
 
 
 def _quarantine_keeps_ended_entries() -> None:
-    op.add_column(QUARANTINE, sa.Column("parked_at", sa.TIMESTAMP(timezone=True), nullable=True))
-    op.add_column(QUARANTINE, sa.Column("ended_at", sa.TIMESTAMP(timezone=True), nullable=True))
-    op.add_column(QUARANTINE, sa.Column("ended_status", sa.Text(), nullable=True))
-    op.create_check_constraint(
-        "ck_slot_expiration_failures_ended",
-        QUARANTINE,
-        "(ended_at IS NULL) = (ended_status IS NULL) "
-        "AND ended_status IN ('Expired', 'Booked', 'Archived')",
+    columns = (
+        sa.Column("parked_at", sa.TIMESTAMP(timezone=True), nullable=True),
+        sa.Column("ended_at", sa.TIMESTAMP(timezone=True), nullable=True),
+        sa.Column("ended_status", sa.Text(), nullable=True),
     )
+    for column in columns:
+        if migration_context.column_missing(QUARANTINE, column.name):
+            op.add_column(QUARANTINE, column)
+            migration_context.recreated(f"column {QUARANTINE}.{column.name}", part_of=QUARANTINE)
+    if migration_context.constraint_missing(QUARANTINE, ENDED_CHECK):
+        op.create_check_constraint(
+            ENDED_CHECK,
+            QUARANTINE,
+            "(ended_at IS NULL) = (ended_status IS NULL) "
+            "AND ended_status IN ('Expired', 'Booked', 'Archived')",
+        )
+        migration_context.recreated(f"check constraint {ENDED_CHECK}", part_of=QUARANTINE)
 
 
 def downgrade() -> None:
     # Entries that ended were deleted before this revision.
     op.execute(f"DELETE FROM {QUARANTINE} WHERE ended_at IS NOT NULL")
-    op.drop_constraint("ck_slot_expiration_failures_ended", QUARANTINE)
+    op.drop_constraint(ENDED_CHECK, QUARANTINE)
     for column in ("ended_status", "ended_at", "parked_at"):
         op.drop_column(QUARANTINE, column)
-    op.drop_index("ix_slot_expiration_cycles_ended_at", table_name=HISTORY)
+    op.drop_index(HISTORY_INDEX, table_name=HISTORY)
     op.drop_table(HISTORY)

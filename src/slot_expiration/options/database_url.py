@@ -1,0 +1,162 @@
+"""Database URLs as libpq reads them: checked, shown without their password, and given a
+search_path, always from the parts libpq parses (never by editing the text).
+
+libpq (through psycopg.conninfo) is the one parser: whatever it finds in a URL
+is what a connection would use. It has one trap: the userinfo ends at the first
+`@` (or at the first `/`), so a password holding an unencoded `@` or `/` spills
+into the host or the database name, where every error would quote it and the
+resolver would look it up. Such a URL is refused before anything uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+from urllib.parse import quote
+
+import psycopg
+from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
+
+URL_PREFIXES: Final = ("postgresql://", "postgres://")
+# Shown in place of a password: the reader learns that one was given, never any of it.
+HIDDEN: Final = "***"
+
+
+class DatabaseUrlError(ValueError):
+    """A URL libpq cannot use, or reads otherwise than it looks; the message never quotes it."""
+
+
+def check_database_url(url: str) -> None:
+    """Reject what psycopg could not use, or would read otherwise than written, with a
+    message that never echoes the URL."""
+    url_parts(url)
+
+
+def url_parts(url: str) -> dict[str, str]:
+    """The connection parameters libpq reads from `url` (none from the environment)."""
+    if not url.startswith(URL_PREFIXES):
+        raise DatabaseUrlError("must be a postgresql:// URL")
+    if _ambiguous_userinfo(url):
+        raise DatabaseUrlError(
+            "holds an '@' that libpq would not read as the end of the user name and password: "
+            "percent-encode each '@' and '/' inside them (%40, %2F), or libpq reads part of "
+            "them as the host or the database"
+        )
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        raise DatabaseUrlError("not a valid PostgreSQL URL") from None
+    for port in str(parts.get("port") or "").split(","):
+        if port and not (port.isdigit() and 0 < int(port) < 65_536):
+            raise DatabaseUrlError("port must be a number from 1 to 65535")
+    return {key: str(value) for key, value in parts.items()}
+
+
+def _ambiguous_userinfo(url: str) -> bool:
+    """Whether an `@` stands where libpq no longer reads it as the end of the userinfo.
+
+    libpq takes the userinfo up to the first `@` found before any `/`; an `@` after
+    that, before the query string, belongs to a password it split elsewhere (an
+    unencoded `@` or `/` in it). Percent-encoded, neither is ambiguous.
+    """
+    rest = url.split("://", 1)[1]
+    first_at, first_slash = rest.find("@"), rest.find("/")
+    if first_at >= 0 and (first_slash < 0 or first_at < first_slash):
+        rest = rest[first_at + 1 :]
+    return "@" in rest.split("?", 1)[0]
+
+
+def redact_url(url: str) -> str:
+    """The URL rebuilt from the parts libpq reads, its password left out (`***` shows
+    where one was given): fit for logs and error lines."""
+    try:
+        parts = url_parts(url)
+    except DatabaseUrlError:
+        return "<invalid URL>"
+    return url_from_parts(parts, scheme=_scheme(url), hide_password=True)
+
+
+def has_password(url: str) -> bool:
+    try:
+        return "password" in url_parts(url)
+    except DatabaseUrlError:
+        return False
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """The same connection with its sessions' search_path set to `schema` alone, through
+    libpq's `options` (sent at connection start: it holds for every statement, a
+    pooler's transactions included). Options the URL or PGOPTIONS give are kept."""
+    parts = url_parts(url)
+    given = parts.get("options", _default_options())
+    setting = f"-csearch_path={_options_escaped(_quoted_identifier(schema))}"
+    parts["options"] = f"{given} {setting}" if given.strip() else setting
+    return url_from_parts(parts, scheme=_scheme(url))
+
+
+def url_from_parts(
+    parts: Mapping[str, str], *, scheme: str = URL_PREFIXES[0], hide_password: bool = False
+) -> str:
+    """A URL that libpq reads as exactly these parts (hosts and ports in the authority
+    where a URL can say them, anything else in the query string)."""
+    rest = dict(parts)
+    user = quote(rest.pop("user", ""), safe="")
+    password = rest.pop("password", None)
+    if password is not None:
+        user += ":" + (HIDDEN if hide_password else quote(password, safe=""))
+    hosts = _authority_hosts(rest)
+    if hosts is not None:
+        rest.pop("host", None)
+        rest.pop("port", None)
+    netloc = (f"{user}@" if user else "") + (hosts or "")
+    dbname = rest.pop("dbname", None)
+    path = "" if dbname is None else "/" + quote(dbname, safe="")
+    query = "&".join(
+        f"{quote(key, safe='')}={quote(value, safe='')}" for key, value in rest.items()
+    )
+    if query and not path:
+        path = "/"
+    return f"{scheme}{netloc}{path}" + (f"?{query}" if query else "")
+
+
+def _authority_hosts(parts: Mapping[str, str]) -> str | None:
+    """`host:port,host2:port2` when the authority says the parts' hosts and ports exactly
+    as they are; None when only the query string can (socket directories, one port for
+    several hosts)."""
+    if "host" not in parts:
+        return "" if "port" not in parts else None
+    hosts = parts["host"].split(",")
+    if "port" not in parts and len(hosts) > 1:
+        return None  # libpq reads `h1,h2` in an authority as having a list of empty ports
+    ports = parts["port"].split(",") if "port" in parts else [""]
+    if len(ports) != len(hosts) or any(not host or host.startswith("/") for host in hosts):
+        return None
+    written = []
+    for host, port in zip(hosts, ports, strict=True):
+        name = f"[{host}]" if ":" in host else quote(host, safe="")
+        written.append(f"{name}:{port}" if port else name)
+    return ",".join(written)
+
+
+def _scheme(url: str) -> str:
+    return next(prefix for prefix in URL_PREFIXES if url.startswith(prefix))
+
+
+def _default_options() -> str:
+    """What libpq itself would send as `options` for a URL without any (PGOPTIONS)."""
+    for option in pq.Conninfo.get_defaults():
+        if option.keyword == b"options" and option.val:
+            return option.val.decode()
+    return ""
+
+
+def _quoted_identifier(name: str) -> str:
+    """A schema name as search_path reads it: double-quoted, its quotes doubled."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _options_escaped(value: str) -> str:
+    """A value inside libpq's `options`, where spaces separate arguments: a backslash
+    escapes a space or another backslash."""
+    return value.replace("\\", "\\\\").replace(" ", "\\ ")
