@@ -118,10 +118,13 @@ async def test_run_expires_the_backlog_cycle_by_cycle_and_logs_json_events(
 
     async with started(
         "run",
-        "--interval-seconds", "1",
-        "--batch-size", "2",
-        "--database-url", secret_url,
-    ) as worker:  # fmt: skip
+        "--interval-seconds",
+        "1",
+        "--batch-size",
+        "2",
+        "--database-url",
+        secret_url,
+    ) as worker:
         await worker.until(backlog_gone, "the backlog expired")
         worker.send_signal(signal.SIGTERM)
         done = await worker.wait()

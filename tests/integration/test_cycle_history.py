@@ -14,9 +14,9 @@ from slot_expiration.cycle import ClockSkewError, CycleFailed, run_cycle
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.loop import fan_out
 from slot_expiration.store.history_store import BacklogPoint, HistoryStore
-from slot_expiration.store.housekeeping import Housekeeping, record_cycle
 from slot_expiration.store.status_store import StatusStore
 from slot_expiration.telemetry.history import HistorySink
+from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
 from tests.support.cycles import make_cycle
 from tests.support.database import SlotDatabase
 from tests.support.doubles import RecordingSink
@@ -187,10 +187,15 @@ async def test_the_status_reads_the_last_success_and_failure_of_any_instance(
     records = [
         cycle_record(AS_OF - timedelta(minutes=50), instance="a:1"),
         cycle_record(AS_OF - timedelta(minutes=20), instance="b:2"),
-        cycle_record(AS_OF - timedelta(minutes=10), CycleOutcome.MISCONFIGURED, instance="a:1",
-                     sqlstate="42501", error="no UPDATE (status)"),
+        cycle_record(
+            AS_OF - timedelta(minutes=10),
+            CycleOutcome.MISCONFIGURED,
+            instance="a:1",
+            sqlstate="42501",
+            error="no UPDATE (status)",
+        ),
         cycle_record(AS_OF - timedelta(hours=3), CycleOutcome.FAILED, instance="c:3"),
-    ]  # fmt: skip
+    ]
     for record in records:
         await record_cycle(Housekeeping(db.url, RETENTION), record)
 

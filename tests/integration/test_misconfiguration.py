@@ -60,21 +60,33 @@ async def test_the_same_check_refuses_to_start_the_worker(
 @pytest.mark.parametrize(
     ("change", "named", "fix", "sqlstate"),
     [
-        ("ALTER TABLE availability_slots DROP COLUMN version",
-         "column availability_slots.version does not exist", "restore it, migrate cannot",
-         "42703"),
-        ("DROP TABLE slot_expiration_failures",
-         "table slot_expiration_failures does not exist", "run `slot-expiration migrate`",
-         "42P01"),
+        (
+            "ALTER TABLE availability_slots DROP COLUMN version",
+            "column availability_slots.version does not exist",
+            "restore it, migrate cannot",
+            "42703",
+        ),
+        (
+            "DROP TABLE slot_expiration_failures",
+            "table slot_expiration_failures does not exist",
+            "run `slot-expiration migrate`",
+            "42P01",
+        ),
         # The worker's own quarantine, not the calendar's table: migrate repairs it.
-        ("ALTER TABLE slot_expiration_failures RENAME COLUMN next_attempt_at TO due_at",
-         "column slot_expiration_failures.next_attempt_at does not exist",
-         "run `slot-expiration migrate`", "42P01"),
-        ("DROP TABLE slot_expiration_cycles",
-         "table slot_expiration_cycles does not exist", "run `slot-expiration migrate`",
-         "42P01"),
+        (
+            "ALTER TABLE slot_expiration_failures RENAME COLUMN next_attempt_at TO due_at",
+            "column slot_expiration_failures.next_attempt_at does not exist",
+            "run `slot-expiration migrate`",
+            "42P01",
+        ),
+        (
+            "DROP TABLE slot_expiration_cycles",
+            "table slot_expiration_cycles does not exist",
+            "run `slot-expiration migrate`",
+            "42P01",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_a_dropped_column_or_table_fails_the_cycle_naming_the_right_fix(
     db: SlotDatabase, change: str, named: str, fix: str, sqlstate: str
 ) -> None:

@@ -13,7 +13,7 @@ import pytest
 from slot_expiration.cycle import CycleFailed, CycleResult, run_cycle
 from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.options import load_options
-from slot_expiration.store import Selection, SlotStore, TransactionLimits, TransientStoreError
+from slot_expiration.store import CycleStore, Selection, TransactionLimits, TransientStoreError
 from slot_expiration.worker import build_cycle
 from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger
 from tests.support.doubles import RecordingSink
@@ -125,7 +125,7 @@ async def test_every_transaction_carries_the_worker_limits_itself(db: SlotDataba
         statement_timeout_ms=30_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=30_000
     )
     seen = []
-    async with SlotStore.connect(db.url, limits) as store:
+    async with CycleStore.connect(db.url, limits) as store:
         for _ in range(2):  # on a pooler, each transaction may land on another server session
             async with store.transaction():
                 await store.count_backlog(AS_OF)  # the first statement carries the opening
@@ -134,8 +134,8 @@ async def test_every_transaction_carries_the_worker_limits_itself(db: SlotDataba
     assert seen == [("30s", "30s", "2s")] * 2
 
 
-async def store_settings(store: SlotStore) -> tuple[str, str, str]:
-    conn = store._session.connection
+async def store_settings(store: CycleStore) -> tuple[str, str, str]:
+    conn = store.session.connection
     cursor = await conn.execute(
         "SELECT current_setting('statement_timeout'), "
         "current_setting('idle_in_transaction_session_timeout'), current_setting('lock_timeout')"
@@ -153,11 +153,11 @@ async def test_statements_are_prepared_on_the_server_only_when_asked(
     limits = TransactionLimits(
         statement_timeout_ms=30_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=30_000
     )
-    async with SlotStore.connect(db.url, limits, prepare=wanted) as store:
+    async with CycleStore.connect(db.url, limits, prepare=wanted) as store:
         for _ in range(3):  # a drain repeats the batch statement
             async with store.transaction():
                 await store.expire_batch(Selection(AS_OF, AS_OF, 5))
-        conn = store._session.connection
+        conn = store.session.connection
         cursor = await conn.execute(
             "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%%picked%%'"
         )
@@ -175,8 +175,8 @@ async def test_a_dry_run_transaction_rolls_back_what_it_did_and_says_it_did_not_
     limits = TransactionLimits(
         statement_timeout_ms=30_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=30_000
     )
-    async with SlotStore.connect(db.url, limits, prepare=prepare) as store:
-        async with store._session.transaction(dry_run=True) as outcome:
+    async with CycleStore.connect(db.url, limits, prepare=prepare) as store:
+        async with store.session.transaction(dry_run=True) as outcome:
             assert await store.expire_slot(slots[0].id, AS_OF)
         left = await store.count_backlog(AS_OF)
 

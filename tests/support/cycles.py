@@ -17,11 +17,11 @@ from slot_expiration.cycle import (
     CycleResult,
     CycleRun,
     ExpiryCycle,
-    ItemFailure,
-    PoisonBackoff,
 )
 from slot_expiration.domain import SlotRef, utc_now
-from slot_expiration.store import SlotStore
+from slot_expiration.options import CycleOptions, load_settings
+from slot_expiration.quarantine import ItemFailure, PoisonBackoff
+from slot_expiration.store import CycleStore
 from tests.support.database import LIMITS
 from tests.support.slots import AS_OF
 
@@ -79,17 +79,25 @@ class Outcome:
         return self.result.skipped_locked_count
 
 
+# The worker's defaults, from its options model (the one place they are written).
+DEFAULTS = load_settings(CycleOptions, environment=False)
+
+
+def default_backoff() -> PoisonBackoff:
+    return PoisonBackoff(DEFAULTS.poison_backoff_seconds, DEFAULTS.poison_backoff_max_seconds)
+
+
 def make_cycle(
     url: str,
-    batch_size: int = 500,
+    batch_size: int = DEFAULTS.batch_size,
     *,
-    max_batches: int = 1,
+    max_batches: int = DEFAULTS.max_batches_per_cycle,
     backoff: PoisonBackoff | None = None,
     clock: Callable[[], datetime] = utc_now,
     monotonic: Callable[[], float] = time.monotonic,
-    batch_pause_seconds: float = 0.0,
-    max_clock_skew_seconds: float = 30.0,
-    drain_batch_size: int | None = None,
+    batch_pause_seconds: float = DEFAULTS.batch_pause_seconds,
+    max_clock_skew_seconds: float = DEFAULTS.max_clock_skew_seconds,
+    drain_batch_size: int | None = None,  # None: batch_size for every batch
     collect_slots: bool = True,
 ) -> ExpiryCycle:
     limits = CycleLimits(
@@ -98,24 +106,24 @@ def make_cycle(
         collect_slots=collect_slots,
         max_batches=max_batches,
         batch_pause_seconds=batch_pause_seconds,
-        backoff=backoff or PoisonBackoff(),
+        backoff=backoff or default_backoff(),
         max_clock_skew_seconds=max_clock_skew_seconds,
     )
     return ExpiryCycle(
-        lambda: SlotStore.connect(url, LIMITS), limits, monotonic=monotonic, clock=clock
+        lambda: CycleStore.connect(url, LIMITS), limits, monotonic=monotonic, clock=clock
     )
 
 
 async def run_cycle(
     url: str,
-    batch_size: int = 500,
+    batch_size: int = DEFAULTS.batch_size,
     as_of: datetime = AS_OF,
     *,
-    max_batches: int = 1,
+    max_batches: int = DEFAULTS.max_batches_per_cycle,
     backoff: PoisonBackoff | None = None,
     clock: Callable[[], datetime] = utc_now,
     stop_requested: Callable[[], bool] | None = None,
-    max_clock_skew_seconds: float = 30.0,
+    max_clock_skew_seconds: float = DEFAULTS.max_clock_skew_seconds,
 ) -> Outcome:
     cycle = make_cycle(
         url,

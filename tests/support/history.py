@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from uuid import UUID, uuid4
 
+from psycopg.rows import kwargs_row
+
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.store.history_store import CycleRecord
 from tests.support.database import SlotDatabase
@@ -60,10 +62,11 @@ async def recorded_run_ids(db: SlotDatabase) -> list[UUID]:
 
 async def history_rows(db: SlotDatabase) -> list[CycleRecord]:
     """Every row of the history, oldest first."""
-    cursor = await db.conn.execute(
+    cursor = db.conn.cursor(row_factory=kwargs_row(CycleRecord.from_columns))
+    await cursor.execute(
         "SELECT run_id, instance, as_of, started_at, ended_at, outcome, stop_reason, "
         "expired_count, skipped_locked_count, failed_count, batches, duration_ms, backlog, "
         "clock_skew_seconds, error_type, sqlstate, error "
         "FROM slot_expiration_cycles ORDER BY ended_at, run_id"
     )
-    return [CycleRecord.from_row(row) for row in await cursor.fetchall()]
+    return await cursor.fetchall()

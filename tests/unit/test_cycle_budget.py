@@ -62,8 +62,10 @@ async def test_a_failing_cycle_ends_once_and_raises_cycle_failed_caused_by_its_e
     assert caught.value.ended is ended
     assert caught.value.__cause__ is error
     assert (ended.result.outcome, ended.error, ended.batch_in_flight) == (
-        CycleOutcome.FAILED, error, False,
-    )  # fmt: skip
+        CycleOutcome.FAILED,
+        error,
+        False,
+    )
     assert hooks.completed == []
 
 

@@ -13,10 +13,10 @@ from slot_expiration.cycle import (
     FAILED_SAMPLE_SIZE,
     BatchResult,
     CycleProgress,
-    ItemFailure,
     StopReason,
 )
 from slot_expiration.domain import CycleOutcome, SlotRef
+from slot_expiration.quarantine import ItemFailure
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 RUN_ID = UUID("6f1c2d3e-0000-4000-8000-000000000001")

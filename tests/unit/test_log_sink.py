@@ -20,7 +20,6 @@ from slot_expiration.cycle import (
     CycleEnded,
     CycleResult,
     CycleStarted,
-    ItemFailure,
     StopReason,
 )
 from slot_expiration.domain import CycleOutcome, SlotRef
@@ -32,6 +31,7 @@ from slot_expiration.loop import (
     TickSkipped,
     fan_out,
 )
+from slot_expiration.quarantine import ItemFailure
 from slot_expiration.store import MisconfiguredStoreError, TransientStoreError
 from slot_expiration.telemetry import LogEvent, LogSink
 

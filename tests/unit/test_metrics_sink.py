@@ -173,12 +173,14 @@ def test_a_failed_cycle_counts_its_outcome_keeps_the_last_success_and_observes_i
 @pytest.mark.parametrize(
     ("error", "outcome"),
     [
-        (MisconfiguredStoreError("permission denied for table availability_slots", "42501"),
-         CycleOutcome.MISCONFIGURED),
+        (
+            MisconfiguredStoreError("permission denied for table availability_slots", "42501"),
+            CycleOutcome.MISCONFIGURED,
+        ),
         (SchemaMissingError('column "version" does not exist'), CycleOutcome.MISCONFIGURED),
         (ClockSkewError(7_200.0, 30.0), CycleOutcome.CLOCK_SKEW),
     ],
-)  # fmt: skip
+)
 def test_a_cycle_only_a_person_can_fix_counts_its_outcome_and_raises_the_gauge_until_a_success(
     error: Exception, outcome: CycleOutcome
 ) -> None:

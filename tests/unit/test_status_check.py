@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.quarantine.store import QuarantineListing
 from slot_expiration.status.check import (
     BACKLOG_WARNING_ABOVE,
     NO_SUCCESS_INTERVALS,
@@ -25,7 +26,6 @@ from slot_expiration.status.report import (
     Unreadable,
 )
 from slot_expiration.store.history_store import BacklogPoint
-from slot_expiration.store.quarantine_store import QuarantineListing
 from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.store.status_store import SchemaState
 from tests.support.history import cycle_record

@@ -248,8 +248,11 @@ def test_every_log_line_of_a_cycle_carries_its_trace_id_and_the_loop_lines_do_no
     trace_id = trace.format_trace_id(cycle.context.trace_id)
     in_cycle = [line for line in lines if not line["event"].startswith("worker.")]
     assert [line["event"] for line in in_cycle] == [
-        "cycle.started", "batch.selected", "item.failed", "cycle.completed",
-    ]  # fmt: skip
+        "cycle.started",
+        "batch.selected",
+        "item.failed",
+        "cycle.completed",
+    ]
     assert {line["trace_id"] for line in in_cycle} == {trace_id}
     assert all("trace_id" not in line for line in lines if line["event"].startswith("worker."))
 

@@ -18,6 +18,7 @@ import annotated_types
 import click
 from pydantic import SecretStr
 from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings
 
 from slot_expiration.options import (
     ENV_PREFIX,
@@ -25,6 +26,7 @@ from slot_expiration.options import (
     DatabaseOptions,
     StatusOptions,
     UiOptions,
+    Unit,
     WorkerOptions,
     flag_name,
 )
@@ -61,7 +63,7 @@ def variable(name: str) -> str:
     return f"{ENV_PREFIX}{name.upper()}"
 
 
-def _field(model: type[DatabaseOptions], name: str) -> FieldInfo:
+def _field(model: type[BaseSettings], name: str) -> FieldInfo:
     return model.model_fields[name]
 
 
@@ -118,16 +120,18 @@ def help_text(field: FieldInfo) -> str:
     return f"{field.description} Allowed: {allowed_text(field)}. [default: {default_text(field)}]"
 
 
-def option(model: type[DatabaseOptions], name: str) -> Callable[[F], F]:
-    """The click option of a model's field: its flag and variable, its help from the
-    field. Click only reads the text (and the variable); the model checks the value,
-    so a flag and a variable obey the same rules and name both in their errors."""
+def option(model: type[BaseSettings], name: str, *, environment: bool = True) -> Callable[[F], F]:
+    """The click option of a model's field: its flag and (unless the command reads no
+    environment) its variable, its help from the field. Click only reads the text; the
+    model checks the value, so a flag and a variable obey the same rules and name both
+    in their errors."""
     field = _field(model, name)
     long = flag_name(model, name)
     if long is None:
         raise ValueError(f"{name} is read from {variable(name)} only: it has no flag")
-    common: dict[str, Any] = {"envvar": variable(name), "show_envvar": True}
-    common["help"] = help_text(field)
+    common: dict[str, Any] = {"help": help_text(field)}
+    if environment:
+        common |= {"envvar": variable(name), "show_envvar": True}
     kind = field.annotation
     if kind is bool:
         return click.option(f"{long}/--no-{long[2:]}", name, default=None, **common)
@@ -138,20 +142,21 @@ def option(model: type[DatabaseOptions], name: str) -> Callable[[F], F]:
 
 
 def _metavar(field: FieldInfo) -> str:
-    kind = field.annotation
-    if kind is int:
+    """The field's unit (options/settings.py, `Unit`), else its type's name."""
+    unit = next((item for item in field.metadata if isinstance(item, Unit)), None)
+    if unit is not None:
+        return unit.metavar
+    if field.annotation is int:
         return "INTEGER"
-    if kind is float:
-        return "SECONDS" if "second" in (field.description or "").lower() else "NUMBER"
-    return "TEXT"
+    return "NUMBER" if field.annotation is float else "TEXT"
 
 
-def options(model: type[DatabaseOptions], *names: str) -> Callable[[F], F]:
+def options(model: type[BaseSettings], *names: str, environment: bool = True) -> Callable[[F], F]:
     """Several options of one model, in the order given (as --help lists them)."""
 
     def decorate(command: F) -> F:
         for name in reversed(names):
-            command = option(model, name)(command)
+            command = option(model, name, environment=environment)(command)
         return command
 
     return decorate

@@ -22,7 +22,7 @@ from slot_expiration.options import (
     WorkerOptions,
 )
 from slot_expiration.status.wording import count_of
-from slot_expiration.store import SlotStoreError
+from slot_expiration.store import StoreError
 from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.telemetry import configure_logging
 from slot_expiration.worker import run_once, run_worker
@@ -176,7 +176,7 @@ def cut_short_line(failed: CycleFailed, settings: CycleOptions) -> str:
         return f"the cycle ran past its budget of {budget:g} s: {committed}; {in_flight}"
     cause = (
         store_failure(failed.error, required_url(settings))
-        if isinstance(failed.error, SlotStoreError)
+        if isinstance(failed.error, StoreError)
         else str(failed)
     )
     return cause if partial.batches == 0 else f"{cause}; before it, {committed}; {in_flight}"

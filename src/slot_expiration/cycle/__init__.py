@@ -1,7 +1,6 @@
 """One cycle of the worker: one batch (or, draining, several), under its budget, one result,
 told as events."""
 
-from slot_expiration.cycle.backoff import PoisonBackoff
 from slot_expiration.cycle.budget import Cycle, run_cycle
 from slot_expiration.cycle.events import (
     BacklogMeasured,
@@ -23,7 +22,6 @@ from slot_expiration.cycle.result import (
     BatchResult,
     CycleProgress,
     CycleResult,
-    ItemFailure,
     StopReason,
 )
 from slot_expiration.cycle.run import CycleRun
@@ -48,8 +46,6 @@ __all__ = [
     "CycleStarted",
     "EmitCycleEvent",
     "ExpiryCycle",
-    "ItemFailure",
-    "PoisonBackoff",
     "StopReason",
     "StoreFactory",
     "describe",

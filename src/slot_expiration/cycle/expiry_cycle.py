@@ -24,19 +24,20 @@ from slot_expiration.cycle.result import (
     CycleResult,
     StopReason,
 )
-from slot_expiration.cycle.row_by_row import RowByRow, RowByRowOutcome
 from slot_expiration.cycle.run import CycleRun
 from slot_expiration.domain import CycleOutcome, utc_now
+from slot_expiration.quarantine import QuarantineStore, RowByRow, RowByRowOutcome
 from slot_expiration.store import (
+    CycleStore,
     LockedBatch,
     MisconfiguredStoreError,
     Position,
     Preflight,
+    Problem,
     RowRejectedError,
     SchemaMissingError,
     Selection,
-    SlotStore,
-    SlotStoreError,
+    StoreError,
     Transaction,
 )
 from slot_expiration.store.errors import (
@@ -49,7 +50,7 @@ from slot_expiration.store.errors import (
 
 SLOT_TABLE = "availability_slots"
 
-StoreFactory = Callable[[], AbstractAsyncContextManager[SlotStore]]
+StoreFactory = Callable[[], AbstractAsyncContextManager[CycleStore]]
 Record = Callable[[BatchResult], None]
 
 
@@ -99,7 +100,7 @@ class ExpiryCycle:
             try:
                 await self._preflight(store, run)
                 reason = await self._batches(store, run)
-            except (SlotStoreError, ClockSkewError):
+            except (StoreError, ClockSkewError):
                 await self._measure_backlog_after_failure(store, run)
                 raise
             # Once a stop was asked for, nothing new starts: not even the count.
@@ -107,7 +108,7 @@ class ExpiryCycle:
                 await self._backlog(store, run)
         return run.progress.result(CycleOutcome.SUCCESS, self._ms_since(started), reason)
 
-    async def _preflight(self, store: SlotStore, run: CycleRun) -> None:
+    async def _preflight(self, store: CycleStore, run: CycleRun) -> None:
         """Compare the clocks and check the role's grants; end the quarantine entries of
         slots that left Available another way."""
         async with store.transaction():
@@ -121,27 +122,27 @@ class ExpiryCycle:
                 raise ClockSkewError(skew.total_seconds(), self._limits.max_clock_skew_seconds)
             if preflight.problems:
                 raise misconfigured(preflight)
-            await store.quarantine.end_departed(after)
+            await QuarantineStore(store.session).end_departed(after)
 
-    async def _backlog(self, store: SlotStore, run: CycleRun) -> None:
+    async def _backlog(self, store: CycleStore, run: CycleRun) -> None:
         """Count what is left, then the quarantine: once per cycle, in one short
         read-only transaction."""
         async with store.transaction():
             at = None if run.as_of_is_now else run.as_of
             backlog = await store.count_backlog_capped(at, BACKLOG_COUNT_CAP)
-            quarantined = await store.quarantine.count_active()
+            quarantined = await QuarantineStore(store.session).count_active()
         run.progress.backlog = backlog
         run.emit(BacklogMeasured(run.run_id, backlog, quarantined))
 
-    async def _measure_backlog_after_failure(self, store: SlotStore, run: CycleRun) -> None:
+    async def _measure_backlog_after_failure(self, store: CycleStore, run: CycleRun) -> None:
         """The backlog and quarantine gauges stay true while cycles fail (a role that may
         read but not write, say); if even counting fails, the cycle's own error is what
         matters."""
         if not run.stop_requested():
-            with suppress(SlotStoreError):
+            with suppress(StoreError):
                 await self._backlog(store, run)
 
-    async def _batches(self, store: SlotStore, run: CycleRun) -> StopReason:
+    async def _batches(self, store: CycleStore, run: CycleRun) -> StopReason:
         slowest_per_row = 0.0  # seconds per row asked for, of the slowest batch so far
 
         def record(batch: BatchResult) -> None:
@@ -186,7 +187,7 @@ class ExpiryCycle:
         return None
 
     async def _batch(
-        self, store: SlotStore, run: CycleRun, pending: _Pending
+        self, store: CycleStore, run: CycleRun, pending: _Pending
     ) -> BatchResult | None:
         """One batch, recorded once it committed (even if a cancel came during COMMIT);
         None when the database rejected it after a stop was asked for: the row-by-row
@@ -227,8 +228,9 @@ class ExpiryCycle:
             expired_total=locked.taken,
         )
 
-    async def _row_by_row(self, store: SlotStore, run: CycleRun, pending: _Pending) -> BatchResult:
-        slow = RowByRow(store, self._limits, self._monotonic)
+    async def _row_by_row(self, store: CycleStore, run: CycleRun, pending: _Pending) -> BatchResult:
+        quarantine = QuarantineStore(store.session)
+        slow = RowByRow(store, quarantine, self._limits.backoff, self._monotonic)
         try:
             outcome = await slow.run(pending.selection, self._top_up_until(run))
         except asyncio.CancelledError:
@@ -272,17 +274,17 @@ def misconfigured(preflight: Preflight) -> MisconfiguredStoreError:
             preflight.slot_table_schemas, preflight.search_path, preflight.role
         )
     problems = "; ".join(preflight.problems)
-    if any(problem.startswith(f"column {SLOT_TABLE}.") for problem in preflight.problems):
+    if preflight.has(Problem.CALENDAR):
         return SchemaMissingError(problems, UNDEFINED_COLUMN, SchemaFix.CALENDAR)
-    if any(problem.startswith(("table ", "column ")) for problem in preflight.problems):
+    if preflight.has(Problem.SCHEMA):
         return SchemaMissingError(problems, UNDEFINED_TABLE, SchemaFix.MIGRATE)
     fixes = []
-    if any(problem.startswith("no ") for problem in preflight.problems):
+    if preflight.has(Problem.GRANT):
         fixes.append(
             "as the owner of availability_slots, run "
             f"`slot-expiration grant --role {preflight.role}`"
         )
-    if any(problem.startswith("row-level security") for problem in preflight.problems):
+    if preflight.has(Problem.ROW_SECURITY):
         fixes.append(
             f"a permissive policy that shows it every row (CREATE POLICY ... ON {SLOT_TABLE} "
             f"TO {preflight.role} USING (true)), or ALTER ROLE {preflight.role} BYPASSRLS "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from slot_expiration.cycle.events import CycleEnded, describe
 from slot_expiration.domain import CycleOutcome
-from slot_expiration.store import ErrorFamily, SlotStoreError
+from slot_expiration.store import ErrorFamily, StoreError
 
 
 class ClockSkewError(Exception):
@@ -45,11 +45,11 @@ def outcome_of(error: BaseException) -> CycleOutcome:
     """How a cycle that raised `error` ended (past its budget is the budget's to say)."""
     if isinstance(error, ClockSkewError):
         return CycleOutcome.CLOCK_SKEW
-    if isinstance(error, SlotStoreError) and error.family is ErrorFamily.MISCONFIGURED:
+    if isinstance(error, StoreError) and error.family is ErrorFamily.MISCONFIGURED:
         return CycleOutcome.MISCONFIGURED
     return CycleOutcome.FAILED
 
 
 def sqlstate_of(error: BaseException | None) -> str | None:
     """The SQLSTATE behind a failure, if the database gave (or implied) one."""
-    return error.sqlstate if isinstance(error, SlotStoreError) else None
+    return error.sqlstate if isinstance(error, StoreError) else None

@@ -15,27 +15,13 @@ from typing import Any
 from uuid import UUID
 
 from slot_expiration.domain import CycleOutcome, SlotRef
+from slot_expiration.quarantine import ItemFailure
 
 # How many failed slot ids a cycle's summary shows; every one is logged anyway.
 FAILED_SAMPLE_SIZE = 10
 # The backlog left after a cycle is counted up to this many rows: far above the
 # alert threshold (5,000), cheap enough to count after every cycle.
 BACKLOG_COUNT_CAP = 100_000
-
-
-@dataclass(frozen=True, slots=True)
-class ItemFailure:
-    """A poison row: the database refused its transition; it stays Available.
-
-    `attempts` counts this failure too; the row is quarantined until
-    `next_attempt_at` (None when the cycle could not record it).
-    """
-
-    slot: SlotRef
-    sqlstate: str
-    message: str
-    attempts: int = 1
-    next_attempt_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -162,8 +162,10 @@ SELECT * FROM (VALUES
 -- Each requirement the current role does not meet, one line each (a missing
 -- table once), in the order above; then how the worker's own tables differ
 -- from their shape (a column a cycle writes, renamed or dropped, would fail
--- it later and less clearly).
-SELECT min(p.ordinal) AS ordinal, p.problem
+-- it later and less clearly). Each with its kind, which says who fixes it
+-- (cycle_store.Problem): `schema` (migrate), `calendar` (the calendar's own
+-- table changed) or `grant`.
+SELECT min(p.ordinal) AS ordinal, p.problem, min(p.kind) AS kind
 FROM (
     SELECT r.ordinal, CASE
         WHEN to_regclass(r.relation) IS NULL
@@ -178,7 +180,12 @@ FROM (
         WHEN r.column_name IS NOT NULL
              AND NOT has_column_privilege(to_regclass(r.relation), r.column_name, r.privilege)
             THEN format('no %s (%s) on %s', r.privilege, r.column_name, r.relation)
-    END AS problem
+    END AS problem, CASE
+        WHEN to_regclass(r.relation) IS NULL THEN 'schema'
+        WHEN r.column_name IS NOT NULL AND a.attname IS NULL
+            THEN CASE WHEN r.relation = 'availability_slots' THEN 'calendar' ELSE 'schema' END
+        ELSE 'grant'
+    END AS kind
     FROM (
         -- include: worker_requirements
     ) AS r
@@ -186,7 +193,7 @@ FROM (
         ON a.attrelid = to_regclass(r.relation) AND a.attname = r.column_name
        AND NOT a.attisdropped
     UNION ALL
-    SELECT 50 + w.ordinal, w.problem FROM (
+    SELECT 50 + w.ordinal, w.problem, 'schema' FROM (
         -- include: worker_shape_mismatch_rows
     ) AS w
 ) AS p

@@ -9,23 +9,26 @@ psycopg's connection or errors itself.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Final, LiteralString, Self
+from typing import Any, Final, LiteralString, Self, TypeVar
 from uuid import UUID
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import kwargs_row
 
 from slot_expiration.store.errors import (
     CommitInDoubtError,
-    SlotStoreError,
+    StoreError,
     translated,
 )
-from slot_expiration.store.queries import query
+from slot_expiration.store.statements import query
 
 Statements = Callable[[str], LiteralString]
+R = TypeVar("R")
 
 
 class ApplicationName:
@@ -48,6 +51,11 @@ CONNECT_TIMEOUT_SECONDS: Final = 10
 # transaction back, unless the COMMIT had already reached it.
 ANSWER_GRACE_SECONDS: Final = 3.0
 _PREPARE_AFTER: Final = 2  # executions of one statement on a connection before it is prepared
+
+
+def milliseconds(seconds: float) -> int:
+    """A duration of the options (seconds) as the server's settings take it (ms)."""
+    return math.ceil(seconds * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,11 +170,35 @@ class Session:
             cursor = await self.connection.execute(self._statements(name), params)
             return await cursor.fetchall() if cursor.description is not None else []
 
+    async def records(
+        self, name: str, row: Callable[..., R], params: dict[str, Any] | None = None
+    ) -> list[R]:
+        """Each row of a named statement as `row` builds it from the columns by name (a
+        dataclass whose fields the statement's column names match): psycopg's row
+        factory, never unpacked by position."""
+        with translated():
+            cursor = self.connection.cursor(row_factory=kwargs_row(row))
+            await cursor.execute(self._statements(name), params)
+            return await cursor.fetchall()
+
+    async def record(
+        self, name: str, row: Callable[..., R], params: dict[str, Any] | None = None
+    ) -> R:
+        """The one row a statement returns (an aggregate, say), built by `row`."""
+        found = await self.records(name, row, params)
+        if len(found) != 1:
+            raise StoreError(f"statement {name} returned {len(found)} rows, expected 1")
+        return found[0]
+
+    async def column(self, name: str, params: dict[str, Any] | None = None) -> list[Any]:
+        """The one column of a statement's rows (ids it returns, say)."""
+        return [row[0] for row in await self.rows(name, params)]
+
     async def row(self, name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...]:
         """The one row a statement returns (an aggregate, say)."""
         rows = await self.rows(name, params)
         if len(rows) != 1:
-            raise SlotStoreError(f"statement {name} returned {len(rows)} rows, expected 1")
+            raise StoreError(f"statement {name} returned {len(rows)} rows, expected 1")
         return rows[0]
 
     async def value(self, name: str, params: dict[str, Any] | None = None) -> Any:

@@ -23,7 +23,7 @@ import structlog
 from slot_expiration.cycle import CycleEnded, describe, sqlstate_of
 from slot_expiration.domain import utc_now
 from slot_expiration.loop import Event
-from slot_expiration.store import SlotStoreError
+from slot_expiration.store import StoreError
 from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.telemetry.logs import LogEvent
 
@@ -101,14 +101,14 @@ class HistorySink:
         try:
             async with asyncio.timeout(self._timeout_seconds):
                 await self._write(record)
-        except (SlotStoreError, TimeoutError, OSError) as exc:
+        except (StoreError, TimeoutError, OSError) as exc:
             # The cycle's own outcome is logged and counted already; only its row is lost.
             self._log.warning(
                 LogEvent.HISTORY_WRITE_FAILED,
                 run_id=str(record.run_id),
                 outcome=record.outcome.value,
                 error_type=type(exc).__name__,
-                sqlstate=exc.sqlstate if isinstance(exc, SlotStoreError) else None,
+                sqlstate=exc.sqlstate if isinstance(exc, StoreError) else None,
                 exception=str(exc) or f"no answer within {self._timeout_seconds:g} s",
             )
 

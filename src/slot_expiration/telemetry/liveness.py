@@ -64,20 +64,24 @@ class Liveness:
         running = now - min(self._cycles.values()) if self._cycles else None
         if running is not None and running > self.stuck_after:
             return LivenessReport(
-                False, "stuck_in_cycle",
+                False,
+                "stuck_in_cycle",
                 f"a cycle has run for {running:.1f} s, past its budget and "
                 f"{SLACK_SECONDS:g} s more ({self.stuck_after:g} s)",
-                since_tick, running,
-            )  # fmt: skip
+                since_tick,
+                running,
+            )
         if self._stopping:
             return LivenessReport(True, "stopping", "stopping gracefully", since_tick, running)
         if since_tick > self.tick_overdue_after:
             return LivenessReport(
-                False, "not_ticking",
+                False,
+                "not_ticking",
                 f"no tick for {since_tick:.1f} s (expected one every "
                 f"{self.tick_overdue_after - SLACK_SECONDS:g} s)",
-                since_tick, running,
-            )  # fmt: skip
+                since_tick,
+                running,
+            )
         return LivenessReport(True, "ok", "ticking", since_tick, running)
 
     def _beat(self) -> None:

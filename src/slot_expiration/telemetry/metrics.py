@@ -38,8 +38,23 @@ from slot_expiration.loop import Event, LoopStarted, TickSkipped
 PREFIX: Final = "calendar_slot_expiration"
 # From 1 ms to the longest budget a cycle is likely given (60 s).
 DURATION_BUCKETS: Final = (
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0,
-)  # fmt: skip
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    30.0,
+    60.0,
+)  # fmt: skip - the bucket bounds read as one row of data
 
 
 class Metrics:

@@ -12,7 +12,7 @@ from typing import Any
 from slot_expiration.cycle import CycleEnded, sqlstate_of
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.loop import Event
-from slot_expiration.store.errors import SchemaMissingError, SlotStoreError
+from slot_expiration.store.errors import SchemaMissingError, StoreError
 from slot_expiration.store.schema_version import (
     SchemaPosition,
     ahead_of_release,
@@ -89,7 +89,7 @@ class Readiness:
                 current = await self._schema_revision()
         except SchemaMissingError:
             return self._not_ready("the schema is missing: run `slot-expiration migrate`", None)
-        except SlotStoreError as exc:
+        except StoreError as exc:
             return self._not_ready(f"database: {exc}", None)
         except TimeoutError:
             return self._not_ready(f"the database did not answer within {self._timeout:g} s", None)

@@ -14,7 +14,6 @@ from slot_expiration.cycle import (
     CycleLimits,
     CycleResult,
     ExpiryCycle,
-    PoisonBackoff,
     StoreFactory,
     misconfigured,
     run_cycle,
@@ -34,9 +33,9 @@ from slot_expiration.loop import (
     stop_on_signals,
 )
 from slot_expiration.options import CycleOptions, WorkerOptions
-from slot_expiration.store import SchemaMissingError, SlotStore, TransactionLimits
+from slot_expiration.quarantine import PoisonBackoff
+from slot_expiration.store import CycleStore, SchemaMissingError, TransactionLimits
 from slot_expiration.store.errors import SchemaFix
-from slot_expiration.store.housekeeping import Housekeeping, record_cycle
 from slot_expiration.store.schema_version import (
     HEAD_REVISION,
     SchemaPosition,
@@ -45,6 +44,7 @@ from slot_expiration.store.schema_version import (
 )
 from slot_expiration.telemetry import LogSink
 from slot_expiration.telemetry.history import HistorySink, default_instance
+from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
 from slot_expiration.telemetry.logs import LogEvent
 from slot_expiration.telemetry.traces import traced, tracing, tracing_on
 from slot_expiration.worker.observability import Observability, announce
@@ -73,7 +73,7 @@ def cycle_limits(options: CycleOptions, *, collect_slots: bool = True) -> CycleL
 
 def store_factory(options: CycleOptions) -> StoreFactory:
     url, limits = options.require_database_url(), transaction_limits(options)
-    return lambda: SlotStore.connect(url, limits, prepare=options.prepared_statements)
+    return lambda: CycleStore.connect(url, limits, prepare=options.prepared_statements)
 
 
 def build_cycle(options: CycleOptions, *, collect_slots: bool = True) -> ExpiryCycle:

@@ -1,4 +1,4 @@
-"""The quarantine of poison rows: the one home of its reads, writes and commands.
+"""The quarantine's table, slot_expiration_failures: every read and write of it.
 
 The cycle records rejected rows and ends the entries of expired ones inside its
 own batch transactions; an operator lists the quarantine, parks slots and makes
@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, Self
 from uuid import UUID
 
@@ -192,7 +193,7 @@ class QuarantineStore:
     async def _named(
         self, name: str, slot_ids: Sequence[UUID], params: dict[str, object]
     ) -> list[UUID]:
-        found = [row[0] for row in await self._session.rows(name, params)]
+        found = await self._session.column(name, params)
         if missing := set(slot_ids) - set(found):
             raise NotQuarantinedError(sorted(str(slot_id) for slot_id in missing))
         return found
@@ -201,13 +202,13 @@ class QuarantineStore:
         """The slots in quarantine and still Available (parked ones too): how many, how
         many of them parked, and the latest `limit`."""
         params = (where or ListingFilter()).parameters()
-        total, parked, since = await self._session.row("quarantine_total", params)
-        rows = await self._session.rows("quarantine_list", params | {"limit": limit})
-        latest = tuple(FailedSlot(*row) for row in rows)
-        return QuarantineListing(int(total), int(parked), latest, since)
+        latest = await self._session.records(
+            "quarantine_list", FailedSlot, params | {"limit": limit}
+        )
+        row = partial(QuarantineListing, latest=tuple(latest))
+        return await self._session.record("quarantine_total", row, params)
 
     async def ended(self, limit: int, where: ListingFilter | None = None) -> tuple[EndedEntry, ...]:
         """Entries that ended, kept for the retention period; the latest end first."""
         params = (where or ListingFilter()).parameters() | {"limit": limit}
-        rows = await self._session.rows("quarantine_ended", params)
-        return tuple(EndedEntry(*row) for row in rows)
+        return tuple(await self._session.records("quarantine_ended", EndedEntry, params))
