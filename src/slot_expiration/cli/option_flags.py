@@ -1,8 +1,8 @@
-"""Each option's flag, variable, help text and README row, derived from its model's field.
+"""Each option's flag, variable, help text and row of docs/options.md, from its model's field.
 
 The models (options/settings.py, slots/options.py) are the one source: a field's
 type, range, default and description become its click option here and its row
-of the README's options table (a test holds the README equal to
+of the options table in docs/options.md (a test holds the file equal to
 `options_table()`; `python -m slot_expiration.cli.option_flags` prints it).
 """
 
@@ -39,7 +39,7 @@ def _own_fields(model: type[DatabaseOptions], base: type[DatabaseOptions]) -> li
     return [name for name in model.model_fields if name not in base.model_fields]
 
 
-# Which commands read which option (the README's last column); every command
+# Which commands read which option (the table's last column); every command
 # reads only the fields of its own model.
 COMMANDS: Final[Mapping[str, tuple[str, ...]]] = {
     **dict.fromkeys(
@@ -183,7 +183,7 @@ def unknown_variable_warnings(environ: Mapping[str, str] | None = None) -> list[
 
 
 def options_table() -> str:
-    """The README's options table, one row per option of every command."""
+    """The options table of docs/options.md, one row per option of every command."""
     rows = [
         "| flag | environment variable | default | allowed | meaning | commands |",
         "|---|---|---|---|---|---|",

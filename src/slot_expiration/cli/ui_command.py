@@ -16,7 +16,7 @@ from slot_expiration.domain import utc_now
 from slot_expiration.loop import StopSignal, stop_on_signals
 from slot_expiration.options import UiOptions
 from slot_expiration.store import StoreError
-from slot_expiration.ui.errors import UiServeError
+from slot_expiration.ui import UiServeError
 
 
 @click.command()

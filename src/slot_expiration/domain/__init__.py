@@ -2,11 +2,11 @@
 cycle of the worker ended."""
 
 from slot_expiration.domain.clock import utc_now
-from slot_expiration.domain.errors import SlotRuleError
 from slot_expiration.domain.lifecycle import (
     BOOK,
     EXPIRE,
     ForbiddenTransitionError,
+    SlotRuleError,
     Transition,
     allowed_targets,
     is_terminal,

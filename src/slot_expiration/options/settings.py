@@ -63,8 +63,8 @@ class DatabaseOptions(BaseSettings):
     Each command reads one model (this one, or one deriving from it): only its
     own options, from its flags and its own SLOT_EXPIRATION_* variables, so a
     bad value in another command's variable never breaks it. Each field's
-    description, range and default make the command's --help and the README's
-    options table (cli/option_flags.py; tests/unit/test_option_flags.py holds the README to it).
+    description, range and default make the command's --help and the options
+    table of docs/options.md (cli/option_flags.py; a test holds the file to it).
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)

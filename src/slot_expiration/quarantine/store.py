@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any, Self
@@ -52,17 +52,7 @@ class FailedSlot:
     parked_at: datetime | None = None  # retries stopped until `quarantine retry`
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "slot_id": str(self.slot_id),
-            "tenant_id": str(self.tenant_id),
-            "attempts": self.attempts,
-            "first_failed_at": self.first_failed_at.isoformat(),
-            "last_failed_at": self.last_failed_at.isoformat(),
-            "next_attempt_at": self.next_attempt_at.isoformat(),
-            "parked_at": _iso(self.parked_at),
-            "sqlstate": self.sqlstate,
-            "message": self.message,
-        }
+        return _json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,23 +76,19 @@ class EndedEntry:
         return self.ended_status == "Expired"
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "slot_id": str(self.slot_id),
-            "tenant_id": str(self.tenant_id),
-            "attempts": self.attempts,
-            "first_failed_at": self.first_failed_at.isoformat(),
-            "last_failed_at": self.last_failed_at.isoformat(),
-            "parked_at": _iso(self.parked_at),
-            "ended_at": self.ended_at.isoformat(),
-            "ended_status": self.ended_status,
-            "ended_how": "expired" if self.expired else "left_available",
-            "sqlstate": self.sqlstate,
-            "message": self.message,
-        }
+        return _json(self) | {"ended_how": "expired" if self.expired else "left_available"}
 
 
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment is not None else None
+def _json(entry: FailedSlot | EndedEntry) -> dict[str, Any]:
+    """An entry's fields for JSON: ids as text, instants in ISO 8601."""
+    return {
+        name: value.isoformat()
+        if isinstance(value, datetime)
+        else str(value)
+        if isinstance(value, UUID)
+        else value
+        for name, value in asdict(entry).items()
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,7 @@ class BookingOptions(DatabaseOptions):
 
 
 class SlotOptions(PublicationOptions, BookingOptions):
-    """Every option of the slot context (the Python API's, and the README's table)."""
+    """Every option of the slot context (the Python API's, and the table of docs/options.md)."""
 
     def policy(self) -> SlotPolicy:
         return SlotPolicy(

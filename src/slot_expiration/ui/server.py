@@ -21,7 +21,7 @@ from slot_expiration.options.listen_address import ListenAddress
 from slot_expiration.store import StoreError
 from slot_expiration.telemetry.endpoints import listen_failure
 from slot_expiration.telemetry.http_server import HttpServer, Reply, Request, start_server
-from slot_expiration.ui.errors import UiServeError
+from slot_expiration.ui import UiServeError
 from slot_expiration.ui.page import render_error, render_page, style_hash
 from slot_expiration.ui.snapshot import UiSnapshot, take_snapshot
 
