@@ -407,7 +407,7 @@ async def test_status_of_an_adopted_table_finds_it_fits_at_the_newest_revision(
     create_calendar_table(empty_database_url, ROWS)
     upgrade(empty_database_url)
 
-    report = await collect_status(empty_database_url, datetime.now(UTC), batch_size=500)
+    report = await collect_status(empty_database_url, batch_size=500)
 
     assert report.schema == SchemaState(head_revision(), (), ())
     assert isinstance(report.index, SelectionIndex)
