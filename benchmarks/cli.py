@@ -21,8 +21,9 @@ from benchmarks.store import BENCH_SCHEMA
 from slot_expiration.cli.common import guarded, settings_from, with_typed_urls_redacted
 from slot_expiration.cli.demo_command import embedded_server_errors
 from slot_expiration.cli.errors import ExitCode, fail
+from slot_expiration.cli.option_flags import options
 from slot_expiration.loop import terminate_as_interrupt
-from slot_expiration.options import DatabaseOptions, redact_url
+from slot_expiration.options import DatabaseOptions, WorkerOptions, redact_url
 
 
 @click.command(
@@ -51,16 +52,9 @@ from slot_expiration.options import DatabaseOptions, redact_url
     f"{BENCH_SCHEMA} is created, filled with up to millions of slots, and dropped at the end. "
     "Read from this flag only, never from the environment.",
 )
-@click.option(
-    "--prepared-statements",
-    is_flag=True,
-    help="Run the worker with its --prepared-statements (server-side prepared statements).",
-)
-@click.option(
-    "--batch-pause-seconds",
-    type=click.FloatRange(min=0, max=60),
-    help="Run the worker with this --batch-pause-seconds (drain pacing), 0..60. [default: 0]",
-)
+# The worker's own options, passed on to every worker the run starts (in d, the paced
+# drains take --batch-pause-seconds instead of 0.02 s); never read from the environment.
+@options(WorkerOptions, "prepared_statements", "batch_pause_seconds", environment=False)
 @click.option(
     "--server-setting",
     metavar="NAME=VALUE",

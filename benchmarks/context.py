@@ -38,9 +38,11 @@ class WorkerPace:
     def size_flags(self, first_batch_size: int) -> tuple[str, ...]:
         if self.drain_batch_size_flag:
             return (
-                "--batch-size", str(first_batch_size),
-                "--drain-batch-size", str(self.batch_size),
-            )  # fmt: skip
+                "--batch-size",
+                str(first_batch_size),
+                "--drain-batch-size",
+                str(self.batch_size),
+            )
         return ("--batch-size", str(self.batch_size))
 
 
@@ -79,10 +81,13 @@ class BenchContext:
         args = (
             "once",
             "--json",
-            "--as-of", self.as_of.isoformat(),
-            "--max-batches-per-cycle", "0",
-            "--lock-timeout-seconds", f"{lock_timeout_seconds:g}",
-        )  # fmt: skip
+            "--as-of",
+            self.as_of.isoformat(),
+            "--max-batches-per-cycle",
+            "0",
+            "--lock-timeout-seconds",
+            f"{lock_timeout_seconds:g}",
+        )
         return (*args, *self.worker_flags(pace))
 
     def worker_flags(self, pace: WorkerPace | None = None) -> tuple[str, ...]:
@@ -94,12 +99,15 @@ class BenchContext:
         )
         prepared = "--" + ("" if worker.prepared_statements else "no-") + "prepared-statements"
         return (
-            "--database-url", self.url,
+            "--database-url",
+            self.url,
             *pace.size_flags(self.plan.batch_size),
-            "--max-cycle-seconds", f"{DRAIN_BUDGET_SECONDS:g}",
-            "--batch-pause-seconds", f"{pace.pause_seconds:g}",
+            "--max-cycle-seconds",
+            f"{DRAIN_BUDGET_SECONDS:g}",
+            "--batch-pause-seconds",
+            f"{pace.pause_seconds:g}",
             prepared,
-        )  # fmt: skip
+        )
 
     async def explain(self, occasion: str, statement: str) -> None:
         """Keep the executed plan of a named statement (its changes rolled back)."""

@@ -59,11 +59,14 @@ def _run_args(ctx: BenchContext) -> tuple[str, ...]:
     """`run` as deployed, draining; its endpoint on a port of its own choosing."""
     return (
         "run",
-        "--max-batches-per-cycle", "0",
-        "--interval-seconds", f"{INTERVAL_SECONDS:g}",
-        "--metrics-addr", "127.0.0.1:0",
+        "--max-batches-per-cycle",
+        "0",
+        "--interval-seconds",
+        f"{INTERVAL_SECONDS:g}",
+        "--metrics-addr",
+        "127.0.0.1:0",
         *ctx.worker_flags(),
-    )  # fmt: skip
+    )
 
 
 def _completed(worker: WorkerProcess, *, any_rows: bool) -> bool:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.plan import Mode, Section
-from slot_expiration.options.settings import check_database_url, redact_url
+from slot_expiration.options import OptionsError, WorkerOptions, load_settings
+from slot_expiration.options.database_url import check_database_url, redact_url
 
 DEFAULT_JSON_OUT = Path("bench-results.json")
 
@@ -52,8 +53,8 @@ def bench_options(  # noqa: PLR0913 - one keyword per option of the command
     sections: str | None,
     json_out: str | None,
     database_url: str | None,
-    prepared_statements: bool = False,
-    batch_pause_seconds: float | None = None,
+    prepared_statements: bool | None = None,
+    batch_pause_seconds: str | float | None = None,
     server_setting: tuple[str, ...] = (),
 ) -> BenchOptions:
     url = check_url(database_url)
@@ -62,9 +63,25 @@ def bench_options(  # noqa: PLR0913 - one keyword per option of the command
         sections=parse_sections(sections),
         json_out=check_json_out(json_out),
         database_url=url,
-        worker=WorkerTuning(prepared_statements, batch_pause_seconds or 0.0),
+        worker=worker_tuning(prepared_statements, batch_pause_seconds),
         server_settings=check_server_settings(server_setting, given_database=url is not None),
     )
+
+
+def worker_tuning(
+    prepared_statements: bool | None, batch_pause_seconds: str | float | None
+) -> WorkerTuning:
+    """The worker's options the run passes on, checked by the worker's own model."""
+    try:
+        checked = load_settings(
+            WorkerOptions,
+            environment=False,
+            prepared_statements=prepared_statements,
+            batch_pause_seconds=batch_pause_seconds,
+        )
+    except OptionsError as exc:
+        raise BenchOptionsError(str(exc)) from None
+    return WorkerTuning(checked.prepared_statements, checked.batch_pause_seconds)
 
 
 _SETTING_NAME = re.compile(r"[a-z][a-z0-9_.]*")

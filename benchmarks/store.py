@@ -16,14 +16,14 @@ from typing import Any, LiteralString, Self
 
 from psycopg import sql
 
+from slot_expiration.store.cycle_store import Selection
 from slot_expiration.store.errors import (
     INSUFFICIENT_PRIVILEGE,
     MisconfiguredStoreError,
-    SlotStoreError,
+    StoreError,
 )
-from slot_expiration.store.queries import load_package_queries, query
 from slot_expiration.store.session import ApplicationName, Session, SessionSettings
-from slot_expiration.store.slot_store import Selection
+from slot_expiration.store.statements import load_package_queries, query
 
 BENCH_SCHEMA = "slot_expiration_bench"
 
@@ -34,7 +34,7 @@ def bench_query(name: str) -> LiteralString:
     return load_package_queries("benchmarks").get(name) or query(name)
 
 
-class BenchSchemaExistsError(SlotStoreError):
+class BenchSchemaExistsError(StoreError):
     def __init__(self) -> None:
         super().__init__(
             f"schema {BENCH_SCHEMA} already exists in this database (a benchmark running "
@@ -42,7 +42,7 @@ class BenchSchemaExistsError(SlotStoreError):
         )
 
 
-class BenchSchemaNotFirstError(SlotStoreError):
+class BenchSchemaNotFirstError(StoreError):
     def __init__(self, schema: str | None) -> None:
         super().__init__(
             f"the benchmark's tables would land in schema {schema!r}, not {BENCH_SCHEMA}: "

@@ -1,8 +1,8 @@
 """Timing the two things compared: the worker's own batches and the bare batch statement.
 
 The worker is the real one, in this process: the cycle `once` and `run` build
-(`worker.build_cycle`), run under its budget by `observed_cycle`, each batch's
-time taken from its BatchResult.duration_ms through the cycle's hooks. The bare
+(`worker.build_cycle`), run under its budget by `run_cycle`, each batch's
+time taken from its BatchResult.duration_ms through the cycle's events. The bare
 statement runs from the same client library (psycopg, async) on one autocommit
 session, timed around the call: one statement, one round trip.
 """
@@ -12,14 +12,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from uuid import UUID
 
 from benchmarks.options import WorkerTuning
 from benchmarks.store import BenchStore
-from slot_expiration.cycle import BatchResult, CycleResult
-from slot_expiration.loop import observed_cycle
+from slot_expiration.cycle import BatchCommitted, BatchResult, CycleEnded, CycleResult, run_cycle
+from slot_expiration.loop import Event
 from slot_expiration.options import WorkerOptions, load_options
-from slot_expiration.telemetry import NoHooks
 from slot_expiration.worker import build_cycle
 
 # A drain of the whole backlog fits in one cycle: the budget is the cycle's
@@ -28,18 +26,18 @@ DRAIN_BUDGET_SECONDS = 600.0
 
 
 @dataclass(slots=True)
-class BatchRecorder(NoHooks):
-    """Cycle hooks that keep every batch and cycle result, and log nothing."""
+class BatchRecorder:
+    """A sink that keeps every batch and cycle result, and logs nothing."""
 
     batches: list[BatchResult] = field(default_factory=list)
     cycles: list[CycleResult] = field(default_factory=list)
 
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        del run_id
-        self.batches.append(batch)
-
-    def cycle_completed(self, result: CycleResult) -> None:
-        self.cycles.append(result)
+    def __call__(self, event: Event) -> None:
+        match event:
+            case BatchCommitted(_, batch):
+                self.batches.append(batch)
+            case CycleEnded(result, None):
+                self.cycles.append(result)
 
     def batch_ms(self) -> list[float]:
         return [batch.duration_ms for batch in self.batches]
@@ -69,7 +67,7 @@ async def worker_cycle(
     """One real cycle of the worker, as `once` runs it (a fresh session, its budget)."""
     # As the worker runs without tracing: counts only (see CycleLimits.collect_slots).
     cycle = build_cycle(options, collect_slots=False)
-    return await observed_cycle(cycle, recorder, options.max_cycle_seconds, as_of)
+    return await run_cycle(cycle, recorder, options.max_cycle_seconds, as_of)
 
 
 async def session_open_ms(url: str, count: int) -> list[float]:

@@ -96,6 +96,12 @@ podman_machine_args() {
     printf '%s\n' --ulimit "nproc=$procs:$procs"
 }
 
+# The test suite's name for the image it built: the version's tag plus this checkout's, so that
+# suites of two checkouts on one machine never test each other's image.
+suite_image_name() {
+    echo "localhost/slot-expiration:$(project_version)-suite-$(pwd -P | sha256sum | cut -c1-8)"
+}
+
 # A base image with Debian's Python 3, made once from Debian packages through this machine's
 # own apt sources (no registry, no package host named here); prints its name.
 debian_base() {

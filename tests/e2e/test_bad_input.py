@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.store.queries import query
+from slot_expiration.store.statements import query
 from tests.conftest import scratch_database
 from tests.e2e.command import PASSWORD, public_relations, run_command, with_password
 from tests.support.database import SlotDatabase

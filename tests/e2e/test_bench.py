@@ -117,9 +117,16 @@ async def test_bench_on_a_given_database_says_it_writes_there_and_leaves_only_wh
     out = tmp_path / "a.json"
 
     done = await run_command(
-        "--quick", "--sections", "a", "--database-url", secret_url, "--json-out", str(out),
-        timeout_seconds=QUICK_SECONDS, **BENCHMARK,
-    )  # fmt: skip
+        "--quick",
+        "--sections",
+        "a",
+        "--database-url",
+        secret_url,
+        "--json-out",
+        str(out),
+        timeout_seconds=QUICK_SECONDS,
+        **BENCHMARK,
+    )
 
     assert done.returncode == 0, done.describe()
     assert "bench: writing to postgresql://postgres:***@" in done.stderr

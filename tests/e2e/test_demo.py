@@ -193,10 +193,11 @@ async def test_demo_ignores_the_worker_database_url_in_the_environment(
     """The demo writes demo rows: only into a database named on its own command line."""
     done = await run_command(
         "demo",
-        "--interval-seconds", "1",
+        "--interval-seconds",
+        "1",
         env={"SLOT_EXPIRATION_DATABASE_URL": secret_url},
         timeout_seconds=DEMO_TIMEOUT_SECONDS,
-    )  # fmt: skip
+    )
 
     lines = done.stdout.splitlines()
     if any(SERVER_LINE.match(line) for line in lines):
@@ -214,11 +215,15 @@ async def test_the_demo_runs_twice_on_one_database_through_the_slot_operations(
     the way of the second (the publish operation would refuse an overlap)."""
     runs = [
         await run_command(
-            "demo", "--interval-seconds", "1", "--database-url", db.url,
+            "demo",
+            "--interval-seconds",
+            "1",
+            "--database-url",
+            db.url,
             timeout_seconds=DEMO_TIMEOUT_SECONDS,
         )
         for _ in range(2)
-    ]  # fmt: skip
+    ]
 
     for done in runs:
         assert done.returncode == 0, done.describe()

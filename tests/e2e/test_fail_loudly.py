@@ -133,9 +133,14 @@ async def test_once_on_a_clock_two_hours_slow_runs_and_reports_it(db: SlotDataba
     await db.insert(past_slots(3))
 
     done = await run_command(
-        "once", "--json", "--as-of", AS_OF.isoformat(), "--database-url", db.url,
+        "once",
+        "--json",
+        "--as-of",
+        AS_OF.isoformat(),
+        "--database-url",
+        db.url,
         prefix=("faketime", "-f", "-2h"),
-    )  # fmt: skip
+    )
 
     assert done.returncode == 0, done.describe()
     result = json.loads(done.stdout)
@@ -163,8 +168,9 @@ async def test_a_misspelled_variable_is_one_warning_naming_the_real_one(db: Slot
     env = {"SLOT_EXPIRATION_BATCHSIZE": "5"}
 
     status = await run_command("status", "--database-url", db.url, env=env)
-    once = await run_command("once", "--as-of", AS_OF.isoformat(), "--database-url", db.url,
-                             env=env)  # fmt: skip
+    once = await run_command(
+        "once", "--as-of", AS_OF.isoformat(), "--database-url", db.url, env=env
+    )
 
     warning = (
         "SLOT_EXPIRATION_BATCHSIZE is not a variable of slot-expiration (ignored); "
@@ -196,10 +202,19 @@ async def test_sigint_during_a_drain_reports_what_its_committed_batches_did(
     await db.close_gate()
 
     async with started(
-        "once", "--json", "--max-batches-per-cycle", "0", "--batch-size", "10",
-        "--drain-batch-size", "10",
-        "--as-of", AS_OF.isoformat(), "--database-url", db.url,
-    ) as once:  # fmt: skip
+        "once",
+        "--json",
+        "--max-batches-per-cycle",
+        "0",
+        "--batch-size",
+        "10",
+        "--drain-batch-size",
+        "10",
+        "--as-of",
+        AS_OF.isoformat(),
+        "--database-url",
+        db.url,
+    ) as once:
 
         async def third_batch_waits() -> bool:
             return await db.worker_sessions(waiting_on_gate=True) == 1

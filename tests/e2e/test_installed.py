@@ -1,5 +1,6 @@
-"""Every command the README names runs from the install users get: the console script of the
-wheel installed non-editable into the test environment (tests/conftest.py refuses any other)."""
+"""Every command the README and docs/ name runs from the install users get: the console script
+of the wheel installed non-editable into the test environment (tests/conftest.py refuses any
+other)."""
 
 from __future__ import annotations
 
@@ -16,19 +17,21 @@ from tests.support.artifact import REPOSITORY, installed_package
 
 pytestmark = pytest.mark.e2e
 
-# "slot-expiration <word>" in the README's prose, where <word> is not a command.
+# "slot-expiration <word>" in the prose, where <word> is not a command.
 PROSE = {"page"}
+DOCUMENTS = [REPOSITORY / "README.md", *sorted((REPOSITORY / "docs").rglob("*.md"))]
 NAMED = re.compile(r"(?:^|[\s`/])slot-expiration ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?", re.M)
 
 
-def _readme_commands() -> list[tuple[str, ...]]:
-    """Each command (and subcommand of a group) the README names, once."""
+def _documented_commands() -> list[tuple[str, ...]]:
+    """Each command (and subcommand of a group) the README and docs/ name, once."""
     found: set[tuple[str, ...]] = set()
-    for name, then in NAMED.findall((REPOSITORY / "README.md").read_text(encoding="utf-8")):
+    text = "\n".join(path.read_text(encoding="utf-8") for path in DOCUMENTS)
+    for name, then in NAMED.findall(text):
         if name in PROSE:
             continue
         command = cli.commands.get(name)
-        assert command is not None, f"the README names `slot-expiration {name}`, no such command"
+        assert command is not None, f"the docs name `slot-expiration {name}`, no such command"
         if isinstance(command, click.Group) and then in command.commands:
             found.add((name, then))
         else:
@@ -44,14 +47,14 @@ def test_the_console_script_is_the_installed_wheels() -> None:
     assert "site-packages" in installed_package().parts
 
 
-def test_the_readme_names_every_command_the_program_has() -> None:
-    named = {command[0] for command in _readme_commands()}
+def test_the_docs_name_every_command_the_program_has() -> None:
+    named = {command[0] for command in _documented_commands()}
 
     assert named == set(cli.commands)
 
 
-@pytest.mark.parametrize("command", _readme_commands(), ids=" ".join)
-async def test_each_command_the_readme_names_answers_help_from_the_install(
+@pytest.mark.parametrize("command", _documented_commands(), ids=" ".join)
+async def test_each_command_the_docs_name_answers_help_from_the_install(
     command: tuple[str, ...],
 ) -> None:
     done = await run_command(*command, "--help")

@@ -126,9 +126,15 @@ async def test_once_past_its_budget_rolls_back_and_exits_1_with_one_error_line(
     await db.close_gate()  # the batch's UPDATE waits until long past the budget
 
     done = await run_command(
-        "once", "--json", "--as-of", AS_OF.isoformat(),
-        "--max-cycle-seconds", "0.5", "--database-url", secret_url,
-    )  # fmt: skip
+        "once",
+        "--json",
+        "--as-of",
+        AS_OF.isoformat(),
+        "--max-cycle-seconds",
+        "0.5",
+        "--database-url",
+        secret_url,
+    )
 
     assert done.returncode == 1, done.describe()
     partial = json.loads(done.stdout)  # what committed: nothing
@@ -233,9 +239,15 @@ async def test_once_output_stays_bounded_however_many_rows_fail(
     await db.install_poison_trigger([p.id for p in poison], "P0001")
 
     done = await run_command(
-        "once", "--json", "--batch-size", "10", "--as-of", AS_OF.isoformat(),
-        "--database-url", secret_url,
-    )  # fmt: skip
+        "once",
+        "--json",
+        "--batch-size",
+        "10",
+        "--as-of",
+        AS_OF.isoformat(),
+        "--database-url",
+        secret_url,
+    )
 
     assert done.returncode == 0, done.describe()
     summary = json.loads(done.stdout)
@@ -261,9 +273,14 @@ async def test_once_on_a_frozen_network_exits_1_after_its_budget_with_json_logs_
     async with FreezableProxy.serving(secret_url) as proxy:
         through = proxy.url_through(secret_url)
         async with started(
-            "once", "--as-of", AS_OF.isoformat(), "--max-cycle-seconds", "1",
-            "--database-url", through,
-        ) as worker:  # fmt: skip
+            "once",
+            "--as-of",
+            AS_OF.isoformat(),
+            "--max-cycle-seconds",
+            "1",
+            "--database-url",
+            through,
+        ) as worker:
             await worker.until(waiting, "the batch waiting on the gate")
             proxy.freeze()
             await db.open_gate()
@@ -294,10 +311,19 @@ async def test_once_in_drain_mode_reports_the_totals_of_all_its_batches(
     await db.insert(past_slots(23))
 
     done = await run_command(
-        "once", "--json", "--batch-size", "5", "--drain-batch-size", "5",
-        "--max-batches-per-cycle", "0",
-        "--as-of", AS_OF.isoformat(), "--database-url", secret_url,
-    )  # fmt: skip
+        "once",
+        "--json",
+        "--batch-size",
+        "5",
+        "--drain-batch-size",
+        "5",
+        "--max-batches-per-cycle",
+        "0",
+        "--as-of",
+        AS_OF.isoformat(),
+        "--database-url",
+        secret_url,
+    )
 
     assert done.returncode == 0, done.describe()
     summary = json.loads(done.stdout)

@@ -139,9 +139,14 @@ async def test_list_filters_by_sqlstate_and_tenant(db: SlotDatabase) -> None:
         "quarantine", "list", "--json", "--sqlstate", "p0001", "--database-url", db.url
     )
     by_tenant = await run_command(
-        "quarantine", "list", "--json", "--tenant", str(slots[1].tenant_id),
-        "--database-url", db.url,
-    )  # fmt: skip
+        "quarantine",
+        "list",
+        "--json",
+        "--tenant",
+        str(slots[1].tenant_id),
+        "--database-url",
+        db.url,
+    )
 
     assert len(json.loads(by_state.stdout)) == 2
     assert json.loads(other_state.stdout) == []

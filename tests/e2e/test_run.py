@@ -94,7 +94,7 @@ async def test_sigterm_past_the_grace_rolls_the_batch_back_whole_then_exits_0(
     names = event_names(events)
     assert "cycle.completed" not in names
     failed = events[names.index("cycle.failed")]
-    assert failed["error_type"] == "CycleCancelledError"
+    assert (failed["reason"], failed["error_type"]) == ("interrupted", "CancelledError")
     assert events[names.index("worker.stopping")]["cycle_in_flight"] is True
     assert names[-1] == "worker.stopped"
 
@@ -118,10 +118,13 @@ async def test_run_expires_the_backlog_cycle_by_cycle_and_logs_json_events(
 
     async with started(
         "run",
-        "--interval-seconds", "1",
-        "--batch-size", "2",
-        "--database-url", secret_url,
-    ) as worker:  # fmt: skip
+        "--interval-seconds",
+        "1",
+        "--batch-size",
+        "2",
+        "--database-url",
+        secret_url,
+    ) as worker:
         await worker.until(backlog_gone, "the backlog expired")
         worker.send_signal(signal.SIGTERM)
         done = await worker.wait()

@@ -58,8 +58,9 @@ async def act(url: str, book: str | None = None, archive: str | None = None) -> 
 
 async def publish(url: str, *spans: str, consultant: str = CONSULTANT) -> list[dict[str, Any]]:
     args = [arg for s in spans for arg in ("--slot", s)]
-    done = await slots(url, "publish", "--tenant", TENANT, "--consultant", consultant,
-                       *args, "--json")  # fmt: skip
+    done = await slots(
+        url, "publish", "--tenant", TENANT, "--consultant", consultant, *args, "--json"
+    )
     assert done.returncode == 0, done.describe()
     published: list[dict[str, Any]] = json.loads(done.stdout)
     return published
@@ -110,8 +111,16 @@ async def test_publish_reads_a_file_of_start_end_lines_and_prints_lines_without_
     listing = tmp_path / "slots.txt"
     listing.write_text(f"# Monday\n{span(1)}\n\n{span(2)}\n{span(3)}\n")
 
-    done = await slots(db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
-                       "--from-file", str(listing))  # fmt: skip
+    done = await slots(
+        db.url,
+        "publish",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        CONSULTANT,
+        "--from-file",
+        str(listing),
+    )
 
     assert done.returncode == 0, done.describe()
     lines = done.stdout.splitlines()
@@ -125,8 +134,18 @@ async def test_an_overlapping_publication_exits_3_naming_the_slot_in_the_way(
 ) -> None:
     (existing,) = await published(db.url, span(1, 60))
 
-    done = await slots(db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
-                       "--slot", span(1.5), "--slot", span(5))  # fmt: skip
+    done = await slots(
+        db.url,
+        "publish",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        CONSULTANT,
+        "--slot",
+        span(1.5),
+        "--slot",
+        span(5),
+    )
 
     line = assert_rejected(done, "CAL_SLOT_OVERLAP")
     assert existing["id"] in line
@@ -139,8 +158,16 @@ async def test_501_slots_from_a_file_exit_3_as_too_large_and_nothing_is_written(
     listing = tmp_path / "many.txt"
     listing.write_text("".join(f"{span(h)}\n" for h in range(501)))
 
-    done = await slots(db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
-                       "--from-file", str(listing))  # fmt: skip
+    done = await slots(
+        db.url,
+        "publish",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        CONSULTANT,
+        "--from-file",
+        str(listing),
+    )
 
     assert_rejected(done, "CAL_SLOT_BATCH_TOO_LARGE")
     assert await db.rows() == {}
@@ -162,8 +189,9 @@ async def test_501_slots_from_a_file_exit_3_as_too_large_and_nothing_is_written(
 async def test_a_slot_breaking_a_publication_rule_exits_3_with_its_code(
     db: SlotDatabase, slot: str, code: str
 ) -> None:
-    done = await slots(db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
-                       "--slot", slot)  # fmt: skip
+    done = await slots(
+        db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT, "--slot", slot
+    )
 
     assert_rejected(done, code)
     assert await db.rows() == {}
@@ -173,18 +201,45 @@ async def test_an_empty_file_exits_3_as_an_empty_batch(db: SlotDatabase, tmp_pat
     listing = tmp_path / "none.txt"
     listing.write_text("# nothing this week\n")
 
-    done = await slots(db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
-                       "--from-file", str(listing))  # fmt: skip
+    done = await slots(
+        db.url,
+        "publish",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        CONSULTANT,
+        "--from-file",
+        str(listing),
+    )
 
     assert_rejected(done, "CAL_SLOT_BATCH_EMPTY")
 
 
 async def test_the_horizon_is_an_option_and_a_variable(db: SlotDatabase) -> None:
     far = span(24 * 10)
-    by_flag = await slots(db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
-                          "--slot", far, "--horizon-days", "7")  # fmt: skip
-    by_variable = await slots(db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
-                              "--slot", far, env={"SLOT_EXPIRATION_HORIZON_DAYS": "7"})  # fmt: skip
+    by_flag = await slots(
+        db.url,
+        "publish",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        CONSULTANT,
+        "--slot",
+        far,
+        "--horizon-days",
+        "7",
+    )
+    by_variable = await slots(
+        db.url,
+        "publish",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        CONSULTANT,
+        "--slot",
+        far,
+        env={"SLOT_EXPIRATION_HORIZON_DAYS": "7"},
+    )
 
     assert_rejected(by_flag, "CAL_SLOT_BEYOND_HORIZON")
     assert_rejected(by_variable, "CAL_SLOT_BEYOND_HORIZON")
@@ -239,10 +294,17 @@ async def test_a_slot_inside_the_lead_time_exits_3_and_the_lead_time_is_an_optio
     )
 
     refused = await slots(db.url, "book", slot["id"], "--tenant", TENANT)
-    by_variable = await slots(db.url, "book", slot["id"], "--tenant", TENANT,
-                              env={"SLOT_EXPIRATION_MIN_LEAD_TIME_MINUTES": "120"})  # fmt: skip
-    booked = await slots(db.url, "book", slot["id"], "--tenant", TENANT,
-                         "--min-lead-time-minutes", "30")  # fmt: skip
+    by_variable = await slots(
+        db.url,
+        "book",
+        slot["id"],
+        "--tenant",
+        TENANT,
+        env={"SLOT_EXPIRATION_MIN_LEAD_TIME_MINUTES": "120"},
+    )
+    booked = await slots(
+        db.url, "book", slot["id"], "--tenant", TENANT, "--min-lead-time-minutes", "30"
+    )
 
     assert_rejected(refused, "CAL_SLOT_LEAD_TIME_VIOLATION")
     assert_rejected(by_variable, "CAL_SLOT_LEAD_TIME_VIOLATION")
@@ -255,15 +317,25 @@ async def test_a_slot_the_worker_expired_is_refused_gone_from_views_and_its_time
     """The spec's race, expiry first, through the commands a person types."""
     (slot,) = await published(db.url, span(2))
     start = slot["start_at"]
-    expired = await run_command("once", "--as-of", start, "--allow-future-as-of",
-                                "--database-url", db.url)  # fmt: skip
+    expired = await run_command(
+        "once", "--as-of", start, "--allow-future-as-of", "--database-url", db.url
+    )
     assert expired.returncode == 0, expired.describe()
 
     refused = await slots(db.url, "book", slot["id"], "--tenant", TENANT)
     shown = await slots(db.url, "showcase", "--tenant", TENANT, "--json")
     working = await slots(db.url, "list", "--tenant", TENANT, "--consultant", CONSULTANT, "--json")
-    history = await slots(db.url, "list", "--tenant", TENANT, "--consultant", CONSULTANT,
-                          "--status", "Expired", "--json")  # fmt: skip
+    history = await slots(
+        db.url,
+        "list",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        CONSULTANT,
+        "--status",
+        "Expired",
+        "--json",
+    )
     again = await publish(db.url, span(2))
 
     assert "it is Expired" in assert_rejected(refused, "CAL_SLOT_NOT_AVAILABLE")
@@ -283,8 +355,7 @@ async def test_a_script_pages_through_the_showcase_with_the_json_cursors(
     seen: list[str] = []
     after: list[str] = []
     for _ in range(5):
-        done = await slots(db.url, "showcase", "--tenant", TENANT, "--limit", "3", "--json",
-                           *after)  # fmt: skip
+        done = await slots(db.url, "showcase", "--tenant", TENANT, "--limit", "3", "--json", *after)
         assert done.returncode == 0, done.describe()
         page = json.loads(done.stdout)
         seen += [s["id"] for s in page]
@@ -313,9 +384,19 @@ async def test_the_showcase_filters_by_consultant_and_start_window(db: SlotDatab
     await published(db.url, span(1), span(2), span(3))
     theirs = await published(db.url, span(2), consultant=other)
 
-    done = await slots(db.url, "showcase", "--tenant", TENANT, "--consultant", other,
-                       "--from", (BASE + timedelta(hours=1.5)).isoformat(),
-                       "--to", (BASE + timedelta(hours=2.5)).isoformat(), "--json")  # fmt: skip
+    done = await slots(
+        db.url,
+        "showcase",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        other,
+        "--from",
+        (BASE + timedelta(hours=1.5)).isoformat(),
+        "--to",
+        (BASE + timedelta(hours=2.5)).isoformat(),
+        "--json",
+    )
 
     assert [s["id"] for s in json.loads(done.stdout)] == [theirs[0]["id"]]
 
@@ -327,8 +408,17 @@ async def test_the_agent_list_shows_the_working_view_and_other_statuses_when_ask
     await act(db.url, book=booked["id"], archive=archived["id"])
 
     working = await slots(db.url, "list", "--tenant", TENANT, "--consultant", CONSULTANT, "--json")
-    archived_only = await slots(db.url, "list", "--tenant", TENANT, "--consultant", CONSULTANT,
-                                "--status", "archived", "--json")  # fmt: skip
+    archived_only = await slots(
+        db.url,
+        "list",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        CONSULTANT,
+        "--status",
+        "archived",
+        "--json",
+    )
     text = await slots(db.url, "list", "--tenant", TENANT, "--consultant", CONSULTANT)
 
     assert [(s["id"], s["status"]) for s in json.loads(working.stdout)] == [
@@ -369,25 +459,43 @@ async def test_archive_prints_the_archived_slot_and_refuses_a_booked_one(
     ("args", "mention"),
     [
         (["publish", "--tenant", TENANT, "--consultant", CONSULTANT], "--slot"),
-        (["publish", "--tenant", TENANT, "--consultant", CONSULTANT, "--slot", "tomorrow"],
-         "--slot"),
-        (["publish", "--tenant", "not-a-uuid", "--consultant", CONSULTANT, "--slot", span(1)],
-         "--tenant"),
-        (["publish", "--tenant", TENANT, "--consultant", CONSULTANT, "--from-file", "/nope"],
-         "--from-file"),
+        (
+            ["publish", "--tenant", TENANT, "--consultant", CONSULTANT, "--slot", "tomorrow"],
+            "--slot",
+        ),
+        (
+            ["publish", "--tenant", "not-a-uuid", "--consultant", CONSULTANT, "--slot", span(1)],
+            "--tenant",
+        ),
+        (
+            ["publish", "--tenant", TENANT, "--consultant", CONSULTANT, "--from-file", "/nope"],
+            "--from-file",
+        ),
         (["book", "not-a-uuid", "--tenant", TENANT], "SLOT_ID"),
-        (["book", str(uuid4()), "--tenant", TENANT, "--min-lead-time-minutes", "-1"],
-         "--min-lead-time-minutes"),
+        (
+            ["book", str(uuid4()), "--tenant", TENANT, "--min-lead-time-minutes", "-1"],
+            "--min-lead-time-minutes",
+        ),
         (["showcase", "--tenant", TENANT, "--after", "garbage"], "--after"),
         (["showcase", "--tenant", TENANT, "--limit", "0"], "--limit"),
         (["showcase", "--tenant", TENANT, "--from", "next week"], "--from"),
-        (["list", "--tenant", TENANT, "--consultant", CONSULTANT, "--status", "Gone"],
-         "--status"),
+        (["list", "--tenant", TENANT, "--consultant", CONSULTANT, "--status", "Gone"], "--status"),
         (["archive", str(uuid4())], "--tenant"),
     ],
-    ids=["no-slots", "bad-slot", "bad-tenant", "missing-file", "bad-slot-id", "negative-lead",
-         "bad-cursor", "zero-limit", "bad-from", "bad-status", "no-tenant"],
-)  # fmt: skip
+    ids=[
+        "no-slots",
+        "bad-slot",
+        "bad-tenant",
+        "missing-file",
+        "bad-slot-id",
+        "negative-lead",
+        "bad-cursor",
+        "zero-limit",
+        "bad-from",
+        "bad-status",
+        "no-tenant",
+    ],
+)
 async def test_wrong_usage_exits_2_with_one_line_and_writes_nothing(
     db: SlotDatabase, args: list[str], mention: str
 ) -> None:
@@ -401,8 +509,18 @@ async def test_both_slot_and_from_file_is_a_usage_error(db: SlotDatabase, tmp_pa
     listing = tmp_path / "one.txt"
     listing.write_text(f"{span(1)}\n")
 
-    done = await slots(db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
-                       "--slot", span(2), "--from-file", str(listing))  # fmt: skip
+    done = await slots(
+        db.url,
+        "publish",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        CONSULTANT,
+        "--slot",
+        span(2),
+        "--from-file",
+        str(listing),
+    )
 
     assert_usage_error(done, "--slot", "--from-file")
 
@@ -413,8 +531,16 @@ async def test_a_malformed_line_in_the_file_is_a_usage_error_naming_the_line(
     listing = tmp_path / "bad.txt"
     listing.write_text(f"{span(1)}\n{span(2)}\nnot a slot\n")
 
-    done = await slots(db.url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
-                       "--from-file", str(listing))  # fmt: skip
+    done = await slots(
+        db.url,
+        "publish",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        CONSULTANT,
+        "--from-file",
+        str(listing),
+    )
 
     assert_usage_error(done, "line 3")
     assert await db.rows() == {}
@@ -446,9 +572,19 @@ async def test_a_file_that_is_not_utf8_or_too_large_exits_2_at_once_and_writes_n
     db: SlotDatabase, tmp_path: Path, path_of: Callable[[Path], str], mention: str
 ) -> None:
     # Before the limits: a traceback for the first, gigabytes of memory for the others.
-    done = await run_command("slots", "publish", "--tenant", TENANT, "--consultant", CONSULTANT,
-                             "--from-file", path_of(tmp_path), "--database-url", db.url,
-                             timeout_seconds=10)  # fmt: skip
+    done = await run_command(
+        "slots",
+        "publish",
+        "--tenant",
+        TENANT,
+        "--consultant",
+        CONSULTANT,
+        "--from-file",
+        path_of(tmp_path),
+        "--database-url",
+        db.url,
+        timeout_seconds=10,
+    )
 
     assert_usage_error(done, "--from-file", mention)
     assert "Traceback" not in done.stderr
@@ -466,8 +602,9 @@ async def test_an_unreachable_database_exits_1_with_one_line_and_no_password(
 ) -> None:
     url = f"postgresql://calendar:{PASSWORD}@127.0.0.1:{closed_port}/calendar"
 
-    done = await run_command("slots", "book", str(uuid4()), "--tenant", TENANT,
-                             "--database-url", url)  # fmt: skip
+    done = await run_command(
+        "slots", "book", str(uuid4()), "--tenant", TENANT, "--database-url", url
+    )
 
     assert done.returncode == FAILURE, done.describe()
     assert len(done.stderr.splitlines()) == 1, done.describe()

@@ -12,9 +12,9 @@ import pytest
 
 from slot_expiration.domain import SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.store.housekeeping import Housekeeping, record_cycle
 from slot_expiration.store.migrate import head_revision
 from slot_expiration.store.privileges import grant_privileges
+from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
 from tests.e2e.command import PASSWORD, Running, run_command, started
 from tests.support.database import SlotDatabase
 from tests.support.history import cycle_record, history_rows
@@ -98,9 +98,17 @@ async def test_status_text_shows_each_section_on_its_own_line(
     lines = done.stdout.splitlines()
     labels = [line[:15].strip() for line in lines[1:] if not line.startswith(" ")]
     assert labels == [
-        "last success", "last failure", "last hour", "schema", "slots", "backlog",
-        "oldest overdue", "worker", "failed slots", "index",
-    ]  # fmt: skip
+        "last success",
+        "last failure",
+        "last hour",
+        "schema",
+        "slots",
+        "backlog",
+        "oldest overdue",
+        "worker",
+        "failed slots",
+        "index",
+    ]
     text = done.stdout
     assert text.splitlines()[1].startswith("last success   ")
     assert text.splitlines()[1].endswith(": expired 1, backlog 2")

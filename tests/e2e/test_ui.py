@@ -21,10 +21,11 @@ import pytest
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.store.history_store import CycleOutcome, CycleRecord
-from slot_expiration.store.housekeeping import Housekeeping, record_cycle
+from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.store.privileges import GrantMode, grant_privileges
+from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
 from tests.e2e.command import PASSWORD, Running, run_command, started
 from tests.support.browser import chromium, full_page_png
 from tests.support.database import SlotDatabase
@@ -56,10 +57,21 @@ async def _seed(db: SlotDatabase, now: datetime, message: str = "") -> Seeded:
     due = [make_slot(timedelta(minutes=-m), as_of=now) for m in (1, 2)]
     await db.insert([poison, parked, *due])
     check = 'violates check constraint "ck_slots_consultant_active"'
-    await _quarantine(db, poison.id, now - timedelta(minutes=12), (4, "23514"),
-                      message or f'new row for relation "availability_slots" {check}')  # fmt: skip
-    await _quarantine(db, parked.id, now - timedelta(hours=2), (7, "P0001"),
-                      "slot refuses to expire", parked_at=now - timedelta(hours=1))  # fmt: skip
+    await _quarantine(
+        db,
+        poison.id,
+        now - timedelta(minutes=12),
+        (4, "23514"),
+        message or f'new row for relation "availability_slots" {check}',
+    )
+    await _quarantine(
+        db,
+        parked.id,
+        now - timedelta(hours=2),
+        (7, "P0001"),
+        "slot refuses to expire",
+        parked_at=now - timedelta(hours=1),
+    )
     housekeeping = Housekeeping(db.url, timedelta(days=14))
     for record in _six_hours(now):
         await record_cycle(housekeeping, record)
@@ -104,9 +116,17 @@ async def _quarantine(
         "INSERT INTO slot_expiration_failures (slot_id, attempts, first_failed_at, "
         "last_failed_at, next_attempt_at, sqlstate, message, parked_at) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-        (slot_id, attempts, failed_at - timedelta(hours=6), failed_at,
-         failed_at + timedelta(hours=1), sqlstate, message, parked_at),
-    )  # fmt: skip
+        (
+            slot_id,
+            attempts,
+            failed_at - timedelta(hours=6),
+            failed_at,
+            failed_at + timedelta(hours=1),
+            sqlstate,
+            message,
+            parked_at,
+        ),
+    )
 
 
 @asynccontextmanager
@@ -180,8 +200,10 @@ async def test_the_page_shows_cycles_backlog_quarantine_and_schema_in_a_real_bro
 def _save_screenshot(png: bytes) -> None:
     """A test artifact, always; docs/images/ui.png too when scripts/ui-screenshot asks."""
     assert png.startswith(b"\x89PNG")
-    targets = [ARTIFACT, *([Path(os.environ["UI_SCREENSHOT"])] if "UI_SCREENSHOT" in os.environ
-                           else [])]  # fmt: skip
+    targets = [
+        ARTIFACT,
+        *([Path(os.environ["UI_SCREENSHOT"])] if "UI_SCREENSHOT" in os.environ else []),
+    ]
     for target in targets:
         path = target if target.is_absolute() else ROOT / target
         path.parent.mkdir(parents=True, exist_ok=True)

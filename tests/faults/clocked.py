@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from slot_expiration.cycle import PoisonBackoff
-from tests.support.cycles import Outcome, run_cycle
+from slot_expiration.quarantine import PoisonBackoff
+from tests.support.cycles import Outcome, default_backoff, run_cycle
 from tests.support.slots import AS_OF
 
 INTERVAL = timedelta(seconds=300)
@@ -34,7 +34,7 @@ class Tick:
 class ClockedCycles:
     url: str
     batch_size: int
-    backoff: PoisonBackoff = field(default_factory=PoisonBackoff)
+    backoff: PoisonBackoff = field(default_factory=default_backoff)
     now: datetime = AS_OF
     ticks: list[Tick] = field(default_factory=list)
 

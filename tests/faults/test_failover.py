@@ -91,11 +91,14 @@ async def test_a_read_only_standby_fails_cycles_writes_nothing_then_drains_once_
             "read-only database (failover to a replica)",
             "the worker's URL points at a hot standby (pg_basebackup -R) for "
             f"{READ_ONLY_CYCLES} cycles, then the standby is promoted (pg_promote())",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            recovery,
             "from the promotion; the worker is not restarted",
         ),
         logs=[done],
-    )  # fmt: skip
+    )
     assert unchanged  # nothing written while read-only
     read_only = events_of(done, "cycle.failed")[:READ_ONLY_CYCLES]
     assert {e["error_type"] for e in read_only} == {"TransientStoreError"}, done.describe()

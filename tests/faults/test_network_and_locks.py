@@ -65,11 +65,14 @@ async def test_network_frozen_mid_batch_rolls_it_back_and_drains_once_it_flows_a
             "network to the server frozen mid-batch",
             f"a TCP proxy stops passing bytes (closes nothing) while a batch of {BATCH} is "
             f"inside its UPDATE; budget {BUDGET_SECONDS:g} s; thawed after 2 failed cycles",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            recovery,
             f"from the thaw; the frozen cycle gave up {gave_up:.1f} s after the freeze",
         ),
         logs=[done],
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.describe()
     assert audit.clean, audit.describe()
 
@@ -106,12 +109,15 @@ async def test_network_frozen_during_commit_changes_each_row_once_and_says_it_is
             "network to the server frozen during COMMIT",
             f"a TCP proxy freezes while the COMMIT of a batch of {BATCH} waits at the server "
             "(a deferred trigger); the server then commits, its answer never arrives",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            recovery,
             f"from the thaw; {audit.unreported} rows committed that no cycle could report: "
             "the cycle.failed line says the batch may or may not have committed",
         ),
         logs=[done],
-    )  # fmt: skip
+    )
     in_doubt = events_of(done, "cycle.failed")[0]
     assert "may or may not have committed" in in_doubt["exception"], done.describe()
     assert audit.rows_kept, audit.describe()
@@ -150,11 +156,14 @@ async def test_table_lock_held_by_another_session_fails_cycles_quickly_then_drai
             "table lock held by another session",
             "LOCK TABLE availability_slots IN ACCESS EXCLUSIVE MODE in another session "
             "(as a migration would) for 3 cycles; --lock-timeout-seconds 0.3",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            recovery,
             "from the release",
         ),
         logs=[done],
-    )  # fmt: skip
+    )
     failures = events_of(done, "cycle.failed")
     assert all("lock timeout" in e["exception"] for e in failures), done.describe()
     assert done.returncode == 0, done.describe()
@@ -194,10 +203,13 @@ async def test_rows_held_by_other_transactions_are_passed_over_then_expired_once
             "overdue rows held by other transactions longer than a cycle",
             f"another transaction holds {len(held)} of the oldest rows FOR UPDATE "
             "(as a booking would) over several cycles",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            recovery,
             "from the release; the rest expired meanwhile",
         ),
         logs=[done],
-    )  # fmt: skip
+    )
     assert failed_cycles(done) == 0, done.describe()
     assert audit.clean, audit.describe()

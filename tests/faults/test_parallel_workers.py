@@ -83,11 +83,14 @@ async def test_workers_side_by_side_expire_each_row_exactly_once(
             f"{workers} `run` processes (batch {BATCH}, tick {INTERVAL_SECONDS} s) on {BACKLOG} "
             "overdue rows, "
             "their first batches released together",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), seconds,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            seconds,
             "time to drain the backlog, from the release",
         ),
         logs=finished,
-    )  # fmt: skip
+    )
     assert all(f.returncode == 0 for f in finished), [f.describe() for f in finished]
     assert not [e for f in finished for e in events_of(f, "cycle.failed")]
     assert all(count >= BATCH for count in per_worker), per_worker  # each had a batch

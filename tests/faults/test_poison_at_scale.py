@@ -16,12 +16,12 @@ from datetime import timedelta
 
 import pytest
 
-from slot_expiration.cycle import PoisonBackoff
 from slot_expiration.domain import SlotStatus
 from tests.e2e.command import run_command
 from tests.faults.clocked import ClockedCycles, Tick
 from tests.faults.conftest import Measure, Record
 from tests.faults.workers import events_of, overdue
+from tests.support.cycles import default_backoff
 from tests.support.database import SlotDatabase
 from tests.support.fault_report import FaultFigures
 from tests.support.ledger import Ledger
@@ -46,7 +46,7 @@ async def test_healthy_rows_behind_poison_drain_at_the_normal_rate_and_poison_wa
     if poison:
         await db.install_poison_trigger([p.id for p in poison], "P0001")
     ledger = Ledger.of(await db.rows(), [s.id for s in healthy])
-    worker = ClockedCycles(db.url, BATCH, PoisonBackoff())
+    worker = ClockedCycles(db.url, BATCH, default_backoff())
 
     await worker.until(LAST_CYCLE_AT)
 
@@ -58,11 +58,14 @@ async def test_healthy_rows_behind_poison_drain_at_the_normal_rate_and_poison_wa
                 "1,500 poison rows at the head, 1,000 healthy behind (issue scale)",
                 "a trigger rejects the 1,500 oldest overdue rows (P0001); batch 500; "
                 "cycles every 300 s on an injected clock until t = 4,500 s",
-                audit.rows_at_risk, len(audit.lost), len(audit.done_twice), None,
+                audit.rows_at_risk,
+                len(audit.lost),
+                len(audit.done_twice),
+                None,
                 "healthy: 500 + 500 in the first two cycles, as with no poison; poison rows "
                 "stay Available, retried at 300, 900, 2,100 and 4,500 s",
             )
-        )  # fmt: skip
+        )
     expired = [outcome.expired_count for outcome in worker.outcomes]
     assert expired[:2] == [BATCH, BATCH]  # the normal rate: 1,000 rows in two cycles
     assert sum(expired[2:]) == 0
@@ -120,9 +123,15 @@ async def test_as_the_operator_ran_it_once_twice_drains_the_healthy_rows_behind_
     # A wide budget keeps a slow machine from cutting it short (that would be the budget
     # doing its job, not the fault this test is about).
     args = (
-        "once", "--json", "--batch-size", str(BATCH), "--max-cycle-seconds", "120",
-        "--database-url", secret_url,
-    )  # fmt: skip
+        "once",
+        "--json",
+        "--batch-size",
+        str(BATCH),
+        "--max-cycle-seconds",
+        "120",
+        "--database-url",
+        secret_url,
+    )
 
     runs, summaries = [], []
     for _ in range(3):
@@ -151,11 +160,14 @@ async def test_as_the_operator_ran_it_once_twice_drains_the_healthy_rows_behind_
             "1,500 poison rows at the head, three `once` runs (real clock)",
             "a trigger rejects the 1,500 oldest overdue rows (P0001); `once --json --batch-size "
             "500 --max-cycle-seconds 120` run three times in a row",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), None,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            None,
             f"healthy: {' + '.join(str(s['expired_count']) for s in summaries)}; "
             "poison rows quarantined for 300 s after the first run",
         )
-    )  # fmt: skip
+    )
     assert [s["expired_count"] for s in summaries] == [BATCH, BATCH, 0]
     assert [s["failed_count"] for s in summaries] == [POISON, 0, 0]
     assert all(len(done.stdout) < 2_000 for done, _ in runs)  # bounded, however many failed

@@ -74,11 +74,14 @@ async def test_a_poison_row_anywhere_in_a_batch_holds_back_nothing_and_expires_o
             f"a poison row at the {where} of a batch",
             f"a trigger rejects row {index + 1} of the first batch of {BATCH} (P0001); "
             "fixed (trigger dropped) after 3 cycles",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), None,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            None,
             f"healthy rows: {healthy_per_cycle} per cycle, none held back; the poison row "
             f"expired {fixed_for} s (worker clock) after the fix, at its next attempt",
         )
-    )  # fmt: skip
+    )
     assert healthy_per_cycle == [BATCH, BATCH, 4]  # 24 healthy rows, topped up past it
     assert failed_per_cycle(worker)[:3] == [[poison.id], [poison.id], []]
     assert worker.outcomes[3].expired[0].id == poison.id  # t = 900: 300 + 600 (doubled)
@@ -104,11 +107,14 @@ async def test_a_batch_of_only_poison_rows_is_quarantined_whole_and_expires_once
         FaultFigures(
             "a batch of only poison rows",
             f"a trigger rejects every row of the only batch ({BATCH} rows); fixed after 3 cycles",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), None,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            None,
             f"all {BATCH} retried at 300 s, passed over at 600 s; expired {fixed_for} s "
             "(worker clock) after the fix",
         )
-    )  # fmt: skip
+    )
     tried = [outcome.selected_count for outcome in worker.outcomes]
     assert tried[:3] == [BATCH, BATCH, 0]  # t = 600: all in quarantine, nothing locked
     assert [o.expired_count for o in worker.outcomes[:3]] == [0, 0, 0]
@@ -135,12 +141,15 @@ async def test_more_poison_rows_at_the_head_than_three_batches_leave_the_rate_un
             "more poison rows at the head than three batches",
             f"a trigger rejects the 35 oldest rows (3.5 batches of {BATCH}); 20 healthy behind; "
             "fixed after 2 cycles",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), None,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            None,
             f"healthy rows: {first.expired_count} + {second.expired_count} in the first two "
             f"cycles (the normal rate); the poison rows expired within {fixed_for} s "
             "(worker clock) of the fix",
         )
-    )  # fmt: skip
+    )
     assert ids([*first.expired, *second.expired]) == ids(healthy)  # oldest first, full batches
     assert failed_per_cycle(worker)[:2] == [ids(poison), ids(poison)]
     assert audit.clean, audit.describe()

@@ -73,11 +73,14 @@ async def test_two_draining_workers_behind_pgbouncer_in_transaction_mode_expire_
             "pgbouncer in transaction mode in front of the database",
             f"{WORKERS} draining `run` workers (--max-batches-per-cycle 8, batch {BATCH}) "
             "through pgbouncer 1.18, pool_mode=transaction, default_pool_size=2",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), seconds,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            seconds,
             f"time to drain {BACKLOG} rows; {len(failures)} failed cycles",
         ),
         logs=finished,
-    )  # fmt: skip
+    )
     assert failures == [], [f"{e['error_type']}: {e['exception']}" for e in failures][:5]
     assert all(failed_cycles(f) == 0 and f.returncode == 0 for f in finished)
     assert audit.clean, audit.describe()
@@ -107,10 +110,13 @@ async def test_poison_rows_behind_pgbouncer_are_isolated_cycle_after_cycle(
             "poison rows behind pgbouncer in transaction mode",
             f"a trigger rejects 3 of 60 rows (one in the 1st, 3rd and 5th batch of {BATCH}); "
             "one `run` worker through pgbouncer, pool_mode=transaction",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), seconds,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            seconds,
             f"time to expire the 57 healthy rows; {len(failures)} failed cycles",
         ),
         logs=[done],
-    )  # fmt: skip
+    )
     assert failures == [], [f"{e['error_type']}: {e['exception']}" for e in failures][:5]
     assert audit.clean, audit.describe()

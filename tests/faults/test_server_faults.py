@@ -69,11 +69,14 @@ async def test_server_stopped_mid_cycle_then_started_again_loses_and_repeats_not
             f"server stopped ({mode}) mid-cycle, then started again",
             f"pg_ctl stop -m {mode} while a batch of {BATCH} waits inside the UPDATE; "
             f"started again after {FAILED_CYCLES_WHILE_DOWN} failed cycles; the worker runs on",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            recovery,
             "from the server's restart",
         ),
         logs=[done],
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.describe()
     failures = events_of(done, "cycle.failed")
     assert {e["error_type"] for e in failures} <= {"TransientStoreError", "StoreConnectError"}
@@ -105,11 +108,14 @@ async def test_worker_backend_terminated_mid_batch_fails_one_cycle_and_the_next_
         FaultFigures(
             "worker's backend terminated mid-batch",
             f"pg_terminate_backend() while its batch of {BATCH} waits inside the UPDATE",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            recovery,
             "from the termination",
         ),
         logs=[done],
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.describe()
     failures = events_of(done, "cycle.failed")
     assert [e["error_type"] for e in failures] == ["TransientStoreError"], done.describe()

@@ -63,10 +63,14 @@ async def test_sigkill_mid_batch_loses_nothing_and_a_new_worker_expires_each_row
             "worker killed mid-batch (SIGKILL)",
             f"SIGKILL while its batch of {BATCH} waits inside the UPDATE (gate trigger); "
             "a new worker started",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery, RESTART_NOTE,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            recovery,
+            RESTART_NOTE,
         ),
         logs=[killed, done],
-    )  # fmt: skip
+    )
     assert killed.returncode == -signal.SIGKILL, killed.describe()
     assert "cycle.completed" not in event_names(killed.log_events())
     assert done.returncode == 0, done.describe()
@@ -111,10 +115,14 @@ async def test_sigterm_during_a_cycle_commits_or_rolls_back_the_batch_whole(
             f"SIGTERM during a cycle, {'within' if commits else 'past'} the shutdown grace",
             f"SIGTERM while its batch of {BATCH} waits on the gate trigger; {injection}; "
             "a new worker started",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery, RESTART_NOTE,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            recovery,
+            RESTART_NOTE,
         ),
         logs=[first, second],
-    )  # fmt: skip
+    )
     assert first.returncode == 0, first.describe()
     completed = [e["expired_count"] for e in events_of(first, "cycle.completed")]
     assert completed == ([BATCH] if commits else []), first.describe()
@@ -144,11 +152,14 @@ async def test_sigterm_between_cycles_stops_at_once_and_a_new_worker_finishes(
         FaultFigures(
             "SIGTERM between cycles",
             "SIGTERM while the worker sleeps until its next tick; a new worker started",
-            audit.rows_at_risk, len(audit.lost), len(audit.done_twice), recovery,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            recovery,
             f"{RESTART_NOTE}; the old one exited {stop_seconds:.2f} s after the signal",
         ),
         logs=[first, second],
-    )  # fmt: skip
+    )
     assert first.returncode == 0, first.describe()
     stopping = events_of(first, "worker.stopping")
     assert [e["cycle_in_flight"] for e in stopping] == [False]

@@ -27,12 +27,16 @@ def run_args(
 ) -> tuple[str, ...]:
     return (
         "run",
-        "--interval-seconds", interval,
-        "--batch-size", str(batch_size),
-        "--drain-batch-size", str(batch_size),
-        "--database-url", url,
+        "--interval-seconds",
+        interval,
+        "--batch-size",
+        str(batch_size),
+        "--drain-batch-size",
+        str(batch_size),
+        "--database-url",
+        url,
         *extra,
-    )  # fmt: skip
+    )
 
 
 def overdue(count: int) -> list[Slot]:

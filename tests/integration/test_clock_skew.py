@@ -4,14 +4,13 @@ tolerance, the cycle expires nothing; behind, it runs and only reports it."""
 from __future__ import annotations
 
 from datetime import timedelta
-from uuid import uuid4
 
 import pytest
 from structlog.testing import capture_logs
 
-from slot_expiration.cycle import ClockSkewError, CycleRun, FailureKind, failure_kind
-from slot_expiration.domain import SlotStatus, utc_now
-from slot_expiration.telemetry import LogHooks
+from slot_expiration.cycle import ClockSkewError, CycleRun, outcome_of
+from slot_expiration.domain import CycleOutcome, SlotStatus, utc_now
+from slot_expiration.telemetry import LogSink
 from tests.support.cycles import BatchLog, make_cycle, run_cycle
 from tests.support.database import SlotDatabase
 from tests.support.slots import AS_OF, make_slot, past_slots
@@ -27,11 +26,11 @@ async def test_a_worker_clock_two_hours_ahead_expires_nothing_and_fails_as_clock
     cycle = make_cycle(db.url, clock=lambda: utc_now() + timedelta(hours=2))
 
     with pytest.raises(ClockSkewError) as refused:
-        await cycle.run(CycleRun(run_id=uuid4(), as_of=AS_OF, observer=log))
+        await cycle.run(CycleRun(as_of=AS_OF, emit=log))
 
     assert 7_100 < refused.value.skew_seconds < 7_300
     assert "ahead of the database's" in str(refused.value)
-    assert failure_kind(refused.value, budget_exceeded=False) is FailureKind.CLOCK_SKEW
+    assert outcome_of(refused.value) is CycleOutcome.CLOCK_SKEW
     assert log.batches == []
     assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
     assert await db.worker_locks() == 0
@@ -55,9 +54,7 @@ async def test_a_clock_behind_only_delays_expiry_and_is_reported(db: SlotDatabas
 
     with capture_logs() as logs:
         cycle = make_cycle(db.url, clock=lambda: behind)
-        result = await cycle.run(
-            CycleRun(run_id=uuid4(), as_of=AS_OF, observer=LogHooks(max_clock_skew_seconds=30))
-        )
+        result = await cycle.run(CycleRun(as_of=AS_OF, emit=LogSink(max_clock_skew_seconds=30)))
 
     assert result.expired_count == 3
     assert result.clock_skew_seconds is not None
@@ -78,9 +75,7 @@ async def test_the_backlog_on_the_clock_is_counted_on_the_databases_clock(
     log = BatchLog()
     cycle = make_cycle(db.url, clock=lambda: behind)
 
-    result = await cycle.run(
-        CycleRun(run_id=uuid4(), as_of=behind, as_of_is_now=as_of_is_now, observer=log)
-    )
+    result = await cycle.run(CycleRun(as_of=behind, as_of_is_now=as_of_is_now, emit=log))
 
     assert result.expired_count == 0  # nothing had started by the slow clock's AsOf
     assert result.backlog == left == log.backlogs[0]

@@ -4,7 +4,6 @@ the cancellation is delivered after it, so nothing else starts."""
 from __future__ import annotations
 
 import asyncio
-from uuid import uuid4
 
 import pytest
 
@@ -27,7 +26,7 @@ async def test_cancelling_twice_during_commit_commits_reports_the_batch_then_can
     await db.close_gate()
     log = BatchLog()
     cycle = make_cycle(db.url, batch_size=100)
-    task = asyncio.create_task(cycle.run(CycleRun(run_id=uuid4(), as_of=AS_OF, observer=log)))
+    task = asyncio.create_task(cycle.run(CycleRun(as_of=AS_OF, emit=log)))
 
     async def committing() -> bool:
         return await db.worker_sessions(waiting_on_gate=True) == 1

@@ -10,16 +10,16 @@ import psycopg
 import pytest
 from structlog.testing import capture_logs
 
-from slot_expiration.cycle import ClockSkewError
-from slot_expiration.loop import observed_cycle
-from slot_expiration.store.history_store import BacklogPoint, CycleOutcome, HistoryStore
-from slot_expiration.store.housekeeping import Housekeeping, record_cycle
+from slot_expiration.cycle import ClockSkewError, CycleFailed, run_cycle
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.loop import fan_out
+from slot_expiration.store.history_store import BacklogPoint, HistoryStore
 from slot_expiration.store.status_store import StatusStore
-from slot_expiration.telemetry import FanOutHooks
-from slot_expiration.telemetry.history import HistoryHooks
+from slot_expiration.telemetry.history import HistorySink
+from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
 from tests.support.cycles import make_cycle
 from tests.support.database import SlotDatabase
-from tests.support.doubles import RecordingHooks
+from tests.support.doubles import RecordingSink
 from tests.support.history import cycle_record, history_rows, recorded_run_ids
 from tests.support.slots import AS_OF, past_slots
 
@@ -36,9 +36,9 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def history_of(url: str, instance: str = "worker-a:101") -> HistoryHooks:
+def history_of(url: str, instance: str = "worker-a:101") -> HistorySink:
     housekeeping = Housekeeping(url, RETENTION)
-    return HistoryHooks(lambda record: record_cycle(housekeeping, record), instance)
+    return HistorySink(lambda record: record_cycle(housekeeping, record), instance)
 
 
 async def test_a_completed_cycle_is_recorded_once_with_its_instance_counts_and_backlog(
@@ -47,7 +47,7 @@ async def test_a_completed_cycle_is_recorded_once_with_its_instance_counts_and_b
     await db.insert(past_slots(7))
     history = history_of(db.url)
 
-    result = await observed_cycle(make_cycle(db.url, batch_size=5), history, 30.0, AS_OF)
+    result = await run_cycle(make_cycle(db.url, batch_size=5), history, 30.0, AS_OF)
     await history.drain()
 
     (row,) = await history_rows(db)
@@ -68,14 +68,15 @@ async def test_a_cycle_refused_for_a_fast_clock_is_recorded_as_clock_skew_with_w
     history = history_of(db.url)
     fast = make_cycle(db.url, clock=lambda: datetime.now(UTC) + timedelta(hours=1))
 
-    with pytest.raises(ClockSkewError):
-        await observed_cycle(fast, history, 30.0, AS_OF)
+    with pytest.raises(CycleFailed) as refused:
+        await run_cycle(fast, history, 30.0, AS_OF)
     await history.drain()
 
+    assert isinstance(refused.value.error, ClockSkewError)
     (row,) = await history_rows(db)
     assert (row.outcome, row.stop_reason, row.error_type) == (
         CycleOutcome.CLOCK_SKEW,
-        "failed",
+        None,
         "ClockSkewError",
     )
     assert row.error is not None
@@ -88,10 +89,10 @@ async def test_a_history_write_that_fails_is_logged_and_the_cycle_still_complete
 ) -> None:
     await db.insert(past_slots(3))
     unreachable = f"postgresql://calendar:pw-secret@127.0.0.1:{closed_port}/calendar"
-    history, seen = history_of(unreachable), RecordingHooks()
+    history, seen = history_of(unreachable), RecordingSink()
 
     with capture_logs() as logs:
-        result = await observed_cycle(make_cycle(db.url), FanOutHooks([seen, history]), 30.0, AS_OF)
+        result = await run_cycle(make_cycle(db.url), fan_out(seen, history), 30.0, AS_OF)
         await history.drain()
 
     assert result.expired_count == 3
@@ -100,6 +101,20 @@ async def test_a_history_write_that_fails_is_logged_and_the_cycle_still_complete
     assert (line["run_id"], line["sqlstate"]) == (str(result.run_id), "08001")
     assert "pw-secret" not in str(line)
     assert await history_rows(db) == []
+
+
+@pytest.mark.parametrize("outcome", list(CycleOutcome))
+async def test_every_outcome_is_a_value_the_history_accepts(
+    db: SlotDatabase, outcome: CycleOutcome
+) -> None:
+    """The history's CHECK constraint lists the outcomes: a new one needs a migration."""
+    record = cycle_record(AS_OF, outcome)
+
+    async with HistoryStore.connect(db.url, _LIMITS) as store, store.transaction():
+        await store.record(record)
+
+    (row,) = await history_rows(db)
+    assert row.outcome is outcome
 
 
 async def test_the_purge_deletes_only_rows_past_the_retention_a_batch_at_a_time(
@@ -161,7 +176,7 @@ async def test_a_cycle_runs_while_a_purge_of_the_history_is_in_flight(db: SlotDa
 
     async with HistoryStore.connect(db.url, _LIMITS) as purging, purging.transaction():
         assert await purging.purge(AS_OF - RETENTION) == 1  # its row locks held till the end
-        result = await observed_cycle(make_cycle(db.url), history_of(db.url), 30.0, AS_OF)
+        result = await run_cycle(make_cycle(db.url), history_of(db.url), 30.0, AS_OF)
 
     assert result.expired_count == 4
 
@@ -172,10 +187,15 @@ async def test_the_status_reads_the_last_success_and_failure_of_any_instance(
     records = [
         cycle_record(AS_OF - timedelta(minutes=50), instance="a:1"),
         cycle_record(AS_OF - timedelta(minutes=20), instance="b:2"),
-        cycle_record(AS_OF - timedelta(minutes=10), CycleOutcome.MISCONFIGURED, instance="a:1",
-                     sqlstate="42501", error="no UPDATE (status)"),
+        cycle_record(
+            AS_OF - timedelta(minutes=10),
+            CycleOutcome.MISCONFIGURED,
+            instance="a:1",
+            sqlstate="42501",
+            error="no UPDATE (status)",
+        ),
         cycle_record(AS_OF - timedelta(hours=3), CycleOutcome.FAILED, instance="c:3"),
-    ]  # fmt: skip
+    ]
     for record in records:
         await record_cycle(Housekeeping(db.url, RETENTION), record)
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from uuid import uuid4
 
 import pytest
 
-from slot_expiration.cycle import CycleRun, StopReason
-from slot_expiration.domain import SlotStatus
-from slot_expiration.loop import CycleBudgetExceededError, StopSignal, observed_cycle
+from slot_expiration.cycle import CycleFailed, CycleRun, StopReason
+from slot_expiration.cycle import run_cycle as run_under_budget
+from slot_expiration.domain import CycleOutcome, SlotStatus
+from slot_expiration.loop import StopSignal
 from slot_expiration.options import load_options
 from slot_expiration.worker import build_cycle, build_loop
 from tests.support.cycles import BatchLog, make_cycle, run_cycle
 from tests.support.database import SlotDatabase
-from tests.support.doubles import ManualTicker, RecordingHooks
+from tests.support.doubles import ManualTicker, RecordingSink
 from tests.support.slots import AS_OF, past_slots
 from tests.support.waiting import eventually
 
@@ -83,7 +83,7 @@ async def test_a_stop_between_batches_starts_no_further_batch(db: SlotDatabase) 
     await db.insert(past_slots(20))
     log = BatchLog()
 
-    run = CycleRun(uuid4(), AS_OF, observer=log, stop_requested=lambda: len(log.batches) >= 2)
+    run = CycleRun(AS_OF, emit=log, stop_requested=lambda: len(log.batches) >= 2)
     result = await make_cycle(db.url, batch_size=5, max_batches=0).run(run)
 
     assert (result.batches, result.expired_count) == (2, 10)
@@ -99,7 +99,7 @@ async def test_a_batch_rejected_after_a_stop_was_asked_for_is_rolled_back_not_re
     log = BatchLog()
 
     # The stop arrives while batch 2 runs: its rejection is the first thing to see it.
-    run = CycleRun(uuid4(), AS_OF, observer=log, stop_requested=lambda: log.started == [1, 2])
+    run = CycleRun(AS_OF, emit=log, stop_requested=lambda: log.started == [1, 2])
     result = await make_cycle(db.url, batch_size=5, max_batches=0).run(run)
 
     assert (result.batches, result.expired_count, result.failed_count) == (1, 5, 0)
@@ -115,7 +115,7 @@ async def test_no_batch_starts_when_the_budget_left_is_below_twice_the_slowest(
     await db.insert(past_slots(20))
     ticks = itertools.count()  # a clock that moves one second each time it is read
     cycle = make_cycle(db.url, batch_size=5, max_batches=0, monotonic=lambda: float(next(ticks)))
-    run = CycleRun(uuid4(), AS_OF, deadline=4.0)
+    run = CycleRun(AS_OF, deadline=4.0)
 
     result = await cycle.run(run)
 
@@ -137,15 +137,17 @@ async def test_the_budget_reached_mid_drain_rolls_back_only_the_batch_in_flight(
         max_batches_per_cycle=0,
         max_cycle_seconds=1,
     )
-    hooks = RecordingHooks()
+    hooks = RecordingSink()
 
-    with pytest.raises(CycleBudgetExceededError):
-        await observed_cycle(build_cycle(options), hooks, 1.0, AS_OF)
+    with pytest.raises(CycleFailed) as overrun:
+        await run_under_budget(build_cycle(options), hooks, 1.0, AS_OF)
+    assert overrun.value.outcome is CycleOutcome.BUDGET_EXCEEDED
 
     statuses = await db.statuses()
     assert [statuses[s.id] for s in slots] == [SlotStatus.EXPIRED] * 5 + [SlotStatus.AVAILABLE] * 10
     assert [b.expired_count for b in hooks.batches] == [5]  # the committed batch was reported
-    assert len(hooks.failed) == 1
+    (ended,) = hooks.failed
+    assert (ended.result.expired_count, ended.batch_in_flight) == (5, True)  # what committed
     await db.open_gate()
 
 
@@ -158,7 +160,7 @@ async def test_sigterm_between_batches_lets_the_batch_in_flight_commit_and_start
     options = load_options(
         database_url=db.url, batch_size=5, drain_batch_size=5, max_batches_per_cycle=0
     )
-    hooks, ticker, stop = RecordingHooks(), ManualTicker(), StopSignal()
+    hooks, ticker, stop = RecordingSink(), ManualTicker(), StopSignal()
     loop = asyncio.create_task(build_loop(options, hooks, ticker).run(stop))
     ticker.tick()
     await eventually(lambda: gate_waiters(db))
@@ -194,7 +196,7 @@ async def test_a_paced_drain_pauses_between_batches_and_not_after_the_last(
     pause = PauseLog()
     cycle = make_cycle(db.url, batch_size=5, max_batches=0, batch_pause_seconds=0.25)
 
-    result = await cycle.run(CycleRun(uuid4(), AS_OF, pause=pause))
+    result = await cycle.run(CycleRun(AS_OF, pause=pause))
 
     assert (result.batches, result.expired_count, result.stop_reason) == (
         3,
@@ -208,9 +210,7 @@ async def test_an_unpaced_drain_never_pauses(db: SlotDatabase) -> None:
     await db.insert(past_slots(12))
     pause = PauseLog()
 
-    result = await make_cycle(db.url, batch_size=5, max_batches=0).run(
-        CycleRun(uuid4(), AS_OF, pause=pause)
-    )
+    result = await make_cycle(db.url, batch_size=5, max_batches=0).run(CycleRun(AS_OF, pause=pause))
 
     assert (result.batches, pause.pauses) == (3, [])
 
@@ -218,7 +218,7 @@ async def test_an_unpaced_drain_never_pauses(db: SlotDatabase) -> None:
 async def test_a_stop_during_the_pause_starts_no_further_batch(db: SlotDatabase) -> None:
     await db.insert(past_slots(20))
     stop = StopSignal()
-    run = CycleRun(uuid4(), AS_OF, stop_requested=stop.requested.is_set, pause=PauseLog(stop))
+    run = CycleRun(AS_OF, stop_requested=stop.requested.is_set, pause=PauseLog(stop))
 
     result = await make_cycle(db.url, batch_size=5, max_batches=0, batch_pause_seconds=1).run(run)
 
@@ -238,7 +238,7 @@ async def test_the_pause_counts_against_the_budget(db: SlotDatabase) -> None:
     )
     pause = PauseLog()
 
-    result = await cycle.run(CycleRun(uuid4(), AS_OF, deadline=6.0, pause=pause))
+    result = await cycle.run(CycleRun(AS_OF, deadline=6.0, pause=pause))
 
     # Batch 1 took 1 s; at 3, 3 + the 3 s pause + 2 x 1 s is past the deadline at 6
     # (without the pause, 5 s, it would have gone on).
@@ -257,7 +257,7 @@ async def test_sigterm_during_the_loops_pause_ends_the_cycle_at_once_as_stopped(
         batch_pause_seconds=60,
         max_cycle_seconds=600,
     )
-    hooks, ticker, stop = RecordingHooks(), ManualTicker(), StopSignal()
+    hooks, ticker, stop = RecordingSink(), ManualTicker(), StopSignal()
     loop = asyncio.create_task(build_loop(options, hooks, ticker).run(stop))
     ticker.tick()
 
@@ -282,7 +282,7 @@ async def test_a_drains_later_batches_take_the_drain_batch_size_and_its_first_th
     await db.insert(past_slots(12))
     log = BatchLog()
 
-    run = CycleRun(uuid4(), AS_OF, observer=log)
+    run = CycleRun(AS_OF, emit=log)
     result = await make_cycle(db.url, batch_size=2, max_batches=0, drain_batch_size=5).run(run)
 
     # A full batch cannot know it took the last due row: one more, empty, says so.
@@ -296,7 +296,7 @@ async def test_without_a_trace_a_batch_reports_its_counts_and_not_its_slots(
     await db.insert(past_slots(7))
     log = BatchLog()
 
-    run = CycleRun(uuid4(), AS_OF, observer=log)
+    run = CycleRun(AS_OF, emit=log)
     result = await make_cycle(db.url, batch_size=5, max_batches=0, collect_slots=False).run(run)
 
     assert [(b.expired_count, b.expired) for b in log.batches] == [(5, ()), (2, ())]

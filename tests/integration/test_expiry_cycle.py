@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import SchemaMissingError, SlotStore, TransientStoreError
+from slot_expiration.store import CycleStore, SchemaMissingError, TransientStoreError
 from tests.support.cycles import run_cycle
 from tests.support.database import LIMITS, SlotDatabase, install_deferred_trigger, rows_locked
 from tests.support.slots import AS_OF, make_slot, past_slots
@@ -216,7 +216,7 @@ async def test_the_result_reports_the_backlog_left_due_after_the_cycle(db: SlotD
 async def test_the_backlog_count_stops_at_its_cap(db: SlotDatabase) -> None:
     await db.insert(past_slots(9))
 
-    async with SlotStore.connect(db.url, LIMITS) as store, store.transaction():
+    async with CycleStore.connect(db.url, LIMITS) as store, store.transaction():
         capped = await store.count_backlog_capped(AS_OF, cap=4)
         full = await store.count_backlog_capped(AS_OF, cap=100)
 

@@ -13,8 +13,7 @@ import pytest
 from psycopg import sql
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import ErrorFamily, SlotStoreError
-from slot_expiration.store.housekeeping import Housekeeping, record_cycle
+from slot_expiration.store import ErrorFamily, StoreError
 from slot_expiration.store.privileges import (
     GrantMode,
     GrantRefusedError,
@@ -24,6 +23,7 @@ from slot_expiration.store.privileges import (
     UnknownRoleError,
     grant_privileges,
 )
+from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
 from tests.support.cycles import run_cycle
 from tests.support.database import SlotDatabase
 from tests.support.history import cycle_record, recorded_run_ids
@@ -67,7 +67,7 @@ async def test_the_granted_role_runs_cycles_and_keeps_its_quarantine(
 async def test_a_wrong_password_is_refused(db: SlotDatabase, role: PasswordRole) -> None:
     await grant_privileges(db.url, role.name)
 
-    with pytest.raises(SlotStoreError, match="password authentication failed") as refused:
+    with pytest.raises(StoreError, match="password authentication failed") as refused:
         await run_cycle(role.url_for(db.url, password="wrong"))  # noqa: S106 - a wrong one
 
     assert refused.value.connecting
@@ -186,10 +186,12 @@ async def test_grant_reports_rights_the_role_inherits_through_a_membership(
     group = f"{role.name}_app"
     await db.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(group)))
     try:
-        await db.execute(sql.SQL("GRANT DELETE ON availability_slots TO {}").format(
-            sql.Identifier(group)))  # fmt: skip
-        await db.execute(sql.SQL("GRANT {} TO {}").format(
-            sql.Identifier(group), sql.Identifier(role.name)))  # fmt: skip
+        await db.execute(
+            sql.SQL("GRANT DELETE ON availability_slots TO {}").format(sql.Identifier(group))
+        )
+        await db.execute(
+            sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(role.name))
+        )
 
         report = await grant_privileges(db.url, role.name, revoke_extra=True)
 
@@ -216,10 +218,12 @@ async def test_grant_refuses_the_owner_a_superuser_and_the_connecting_role(
     owner = f"{role.name}_owner"
     await db.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(owner)))
     try:
-        await db.execute(sql.SQL("GRANT {} TO {}").format(
-            sql.Identifier(owner), sql.Identifier(role.name)))  # fmt: skip
-        await db.execute(sql.SQL("ALTER TABLE availability_slots OWNER TO {}").format(
-            sql.Identifier(owner)))  # fmt: skip
+        await db.execute(
+            sql.SQL("GRANT {} TO {}").format(sql.Identifier(owner), sql.Identifier(role.name))
+        )
+        await db.execute(
+            sql.SQL("ALTER TABLE availability_slots OWNER TO {}").format(sql.Identifier(owner))
+        )
         with pytest.raises(GrantRefusedError, match="the owner of availability_slots"):
             await grant_privileges(db.url, role.name)
     finally:
@@ -287,8 +291,9 @@ async def column_privileges(db: SlotDatabase, role: str, table: str, privilege: 
 async def test_a_role_with_a_table_wide_update_is_granted_and_told_what_it_keeps(
     db: SlotDatabase, role: PasswordRole
 ) -> None:
-    await db.execute(sql.SQL("GRANT UPDATE ON availability_slots TO {}").format(
-        sql.Identifier(role.name)))  # fmt: skip
+    await db.execute(
+        sql.SQL("GRANT UPDATE ON availability_slots TO {}").format(sql.Identifier(role.name))
+    )
 
     kept = await grant_privileges(db.url, role.name)
     narrowed = await grant_privileges(db.url, role.name, revoke_extra=True)

@@ -5,23 +5,21 @@ fixes it; the backlog is still measured; readiness turns 503; the loop recovers 
 from __future__ import annotations
 
 import asyncio
-from uuid import uuid4
 
 import pytest
 from psycopg import sql
 
-from slot_expiration.cycle import CycleRun, FailureKind, failure_kind
-from slot_expiration.domain import SlotStatus
-from slot_expiration.loop import StopSignal
+from slot_expiration.cycle import CycleRun, outcome_of
+from slot_expiration.domain import CycleOutcome, SlotStatus
+from slot_expiration.loop import StopSignal, fan_out
 from slot_expiration.options import load_options
 from slot_expiration.store import ErrorFamily, MisconfiguredStoreError, SchemaMissingError
 from slot_expiration.store.privileges import GrantMode, grant_privileges
-from slot_expiration.telemetry import FanOutHooks
 from slot_expiration.worker import build_loop, check_ready
 from slot_expiration.worker.observability import readiness_for
 from tests.support.cycles import BatchLog, make_cycle, run_cycle
 from tests.support.database import SlotDatabase
-from tests.support.doubles import ManualTicker, RecordingHooks
+from tests.support.doubles import ManualTicker, RecordingSink
 from tests.support.roles import PasswordRole
 from tests.support.slots import AS_OF, past_slots
 
@@ -44,7 +42,7 @@ async def test_a_role_that_may_read_but_not_update_fails_misconfigured_naming_th
     assert "no INSERT on slot_expiration_failures" in message
     assert message.endswith(f"run `slot-expiration grant --role {role.name}`")
     assert (failed.value.sqlstate, failed.value.family) == ("42501", ErrorFamily.MISCONFIGURED)
-    assert failure_kind(failed.value, budget_exceeded=False) is FailureKind.MISCONFIGURED
+    assert outcome_of(failed.value) is CycleOutcome.MISCONFIGURED
     assert log.batches == []  # refused before anything was locked
     assert log.backlogs == [len(slots)]  # the backlog is still measured
     assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
@@ -62,21 +60,33 @@ async def test_the_same_check_refuses_to_start_the_worker(
 @pytest.mark.parametrize(
     ("change", "named", "fix", "sqlstate"),
     [
-        ("ALTER TABLE availability_slots DROP COLUMN version",
-         "column availability_slots.version does not exist", "restore it, migrate cannot",
-         "42703"),
-        ("DROP TABLE slot_expiration_failures",
-         "table slot_expiration_failures does not exist", "run `slot-expiration migrate`",
-         "42P01"),
+        (
+            "ALTER TABLE availability_slots DROP COLUMN version",
+            "column availability_slots.version does not exist",
+            "restore it, migrate cannot",
+            "42703",
+        ),
+        (
+            "DROP TABLE slot_expiration_failures",
+            "table slot_expiration_failures does not exist",
+            "run `slot-expiration migrate`",
+            "42P01",
+        ),
         # The worker's own quarantine, not the calendar's table: migrate repairs it.
-        ("ALTER TABLE slot_expiration_failures RENAME COLUMN next_attempt_at TO due_at",
-         "column slot_expiration_failures.next_attempt_at does not exist",
-         "run `slot-expiration migrate`", "42P01"),
-        ("DROP TABLE slot_expiration_cycles",
-         "table slot_expiration_cycles does not exist", "run `slot-expiration migrate`",
-         "42P01"),
+        (
+            "ALTER TABLE slot_expiration_failures RENAME COLUMN next_attempt_at TO due_at",
+            "column slot_expiration_failures.next_attempt_at does not exist",
+            "run `slot-expiration migrate`",
+            "42P01",
+        ),
+        (
+            "DROP TABLE slot_expiration_cycles",
+            "table slot_expiration_cycles does not exist",
+            "run `slot-expiration migrate`",
+            "42P01",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_a_dropped_column_or_table_fails_the_cycle_naming_the_right_fix(
     db: SlotDatabase, change: str, named: str, fix: str, sqlstate: str
 ) -> None:
@@ -171,8 +181,8 @@ async def test_grants_revoked_while_running_make_it_unready_and_it_recovers_alon
     await grant_privileges(db.url, role.name)
     options = load_options(database_url=role.url_for(db.url), batch_size=50)
     readiness = readiness_for(options)
-    hooks, ticker, stop = RecordingHooks(), ManualTicker(), StopSignal()
-    loop = build_loop(options, FanOutHooks([hooks, readiness]), ticker)
+    hooks, ticker, stop = RecordingSink(), ManualTicker(), StopSignal()
+    loop = build_loop(options, fan_out(hooks, readiness), ticker)
     running = asyncio.create_task(loop.run(stop))
     try:
         await db.insert(past_slots(3))
@@ -191,8 +201,8 @@ async def test_grants_revoked_while_running_make_it_unready_and_it_recovers_alon
         stop.request()
         await running
 
-    ((error, budget_exceeded),) = hooks.failed
-    assert failure_kind(error, budget_exceeded=budget_exceeded) is FailureKind.MISCONFIGURED
+    (ended,) = hooks.failed
+    assert ended.result.outcome is CycleOutcome.MISCONFIGURED
     assert not unready.ready
     assert "misconfigured (SQLSTATE 42501)" in unready.detail
     assert "no UPDATE (status) on availability_slots" in unready.detail
@@ -202,7 +212,7 @@ async def test_grants_revoked_while_running_make_it_unready_and_it_recovers_alon
 
 
 def _run(log: BatchLog) -> CycleRun:
-    return CycleRun(run_id=uuid4(), as_of=AS_OF, observer=log)
+    return CycleRun(as_of=AS_OF, emit=log)
 
 
 async def test_row_level_security_hiding_rows_from_the_worker_is_a_misconfiguration(

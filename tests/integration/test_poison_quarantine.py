@@ -9,9 +9,10 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from slot_expiration.cycle import CycleRun, PoisonBackoff
+from slot_expiration.cycle import CycleRun
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import NotQuarantinedError, QuarantineStore
+from slot_expiration.quarantine import PoisonBackoff, QuarantineStore
+from slot_expiration.store import NotQuarantinedError
 from slot_expiration.store.status_store import StatusStore
 from tests.support.cycles import make_cycle, run_cycle
 from tests.support.database import LIMITS, SlotDatabase
@@ -213,7 +214,7 @@ async def test_parking_a_slot_not_in_quarantine_changes_nothing(db: SlotDatabase
             await store.park([slots[0].id, uuid4()], NOW)
 
     async with StatusStore.connect(db.url, "slot-expiration-status") as status:
-        listing = await status.quarantine.listing(10)
+        listing = await QuarantineStore(status.session).listing(10)
     assert (listing.total, listing.parked) == (1, 0)
 
 

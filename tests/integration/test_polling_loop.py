@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from slot_expiration.domain import SlotStatus
+from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.loop import LoopStats, PollingLoop, StopSignal
 from slot_expiration.options import WorkerOptions, load_options
@@ -18,7 +18,7 @@ from slot_expiration.store import TransientStoreError
 from slot_expiration.store.migrate import upgrade
 from slot_expiration.worker import build_loop
 from tests.support.database import SlotDatabase
-from tests.support.doubles import ManualTicker, RecordingHooks
+from tests.support.doubles import ManualTicker, RecordingSink
 from tests.support.slots import past_slots
 from tests.support.waiting import eventually
 
@@ -34,7 +34,7 @@ class Harness:
 
     def __init__(self, options: WorkerOptions) -> None:
         self.ticker = ManualTicker()
-        self.hooks = RecordingHooks()
+        self.hooks = RecordingSink()
         self.stop = StopSignal()
         self.loop: PollingLoop = build_loop(options, self.hooks, self.ticker)
         self.task: asyncio.Task[object] | None = None
@@ -103,9 +103,9 @@ async def test_cycle_past_its_budget_is_rolled_back_and_its_locks_released(
     async with running(worker_options(db.url, max_cycle_seconds=0.5)) as harness:
         harness.ticker.tick()
         await harness.hooks.next_outcome()
-        (error, budget_exceeded), *_ = harness.hooks.failed
+        first, *_ = harness.hooks.failed
 
-        assert budget_exceeded, error
+        assert first.result.outcome is CycleOutcome.BUDGET_EXCEEDED, first.error
         assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
         await no_worker_left(db)
 
@@ -129,7 +129,7 @@ async def test_lost_connection_fails_the_cycle_and_the_next_tick_retries(
             "WHERE application_name = 'slot-expiration'"
         )
         await harness.hooks.next_outcome()
-        assert isinstance(harness.hooks.failed[0][0], TransientStoreError)
+        assert isinstance(harness.hooks.failed[0].error, TransientStoreError)
         assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
 
         await db.open_gate()
@@ -196,7 +196,7 @@ async def test_loop_recovers_after_the_database_went_away_and_came_back(
     async with running(worker_options(own_server.url)) as harness:
         own_server.stop()
         await harness.tick_and_wait()
-        assert isinstance(harness.hooks.failed[0][0], TransientStoreError)
+        assert isinstance(harness.hooks.failed[0].error, TransientStoreError)
 
         own_server.start()
         await harness.tick_and_wait()

@@ -87,8 +87,9 @@ async def test_many_overlapping_publications_at_once_let_exactly_one_through(
     consultant = uuid4()
     for round_number in range(5):
         base = 120 + 600 * round_number
-        batches = [[in_minutes(base + 7 * i, 60), in_minutes(base + 300 + 7 * i, 60)]
-                   for i in range(6)]  # fmt: skip
+        batches = [
+            [in_minutes(base + 7 * i, 60), in_minutes(base + 300 + 7 * i, 60)] for i in range(6)
+        ]
         outcomes = await asyncio.gather(
             *(publish_on_own_connection(db.url, consultant, batch) for batch in batches)
         )

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from slot_expiration.store.migrate import RepairRefusedError, head_revision, upgrade
-from slot_expiration.store.queries import query
+from slot_expiration.store.statements import query
 from tests.support.calendar import (
     IndexShape,
     calendar_snapshot,

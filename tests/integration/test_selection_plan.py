@@ -6,7 +6,7 @@ import pytest
 from psycopg import sql
 
 from slot_expiration.store import Selection
-from slot_expiration.store.queries import query
+from slot_expiration.store.statements import query
 from tests.support.database import SlotDatabase
 from tests.support.slots import AS_OF
 

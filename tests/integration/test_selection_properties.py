@@ -32,10 +32,13 @@ slot_specs = st.lists(
 def expected_outcome(slots: list[tuple[Slot, bool]], batch_size: int) -> tuple[list[Slot], int]:
     """The model: oldest (start_at, id) unlocked candidates; locked ones up to the last taken."""
     candidates = sorted(
-        (pair for pair in slots if pair[0].status is SlotStatus.AVAILABLE
-         and pair[0].start_at <= AS_OF),
+        (
+            pair
+            for pair in slots
+            if pair[0].status is SlotStatus.AVAILABLE and pair[0].start_at <= AS_OF
+        ),
         key=lambda pair: (pair[0].start_at, pair[0].id),
-    )  # fmt: skip
+    )
     taken = [slot for slot, locked in candidates if not locked][:batch_size]
     if len(taken) < batch_size:
         return taken, sum(1 for _, locked in candidates if locked)
@@ -102,11 +105,16 @@ async def _put_in_quarantine(db: SlotDatabase, slot: Slot, state: str) -> None:
         "INSERT INTO slot_expiration_failures (slot_id, attempts, first_failed_at, "
         "last_failed_at, next_attempt_at, sqlstate, message, parked_at, ended_at, ended_status) "
         "VALUES (%s, 1, %s, %s, %s, 'P0001', 'refused', %s, %s, %s)",
-        (slot.id, now - far, now - far, next_attempt,
-         now - far if state == "parked" else None,
-         now - far if state == "ended" else None,
-         "Booked" if state == "ended" else None),
-    )  # fmt: skip
+        (
+            slot.id,
+            now - far,
+            now - far,
+            next_attempt,
+            now - far if state == "parked" else None,
+            now - far if state == "ended" else None,
+            "Booked" if state == "ended" else None,
+        ),
+    )
 
 
 @settings(
@@ -150,10 +158,13 @@ def drain_model(
     each batch counts the locked rows of its own window. Returns the ids each batch
     expired, in order, and the skipped total."""
     candidates = sorted(
-        (entry for entry in slots if entry[0].status is SlotStatus.AVAILABLE
-         and entry[0].start_at <= AS_OF),
+        (
+            entry
+            for entry in slots
+            if entry[0].status is SlotStatus.AVAILABLE and entry[0].start_at <= AS_OF
+        ),
         key=lambda entry: _key(entry[0]),
-    )  # fmt: skip
+    )
     batches: list[list[UUID]] = []
     skipped, after = 0, None
     while True:
@@ -203,17 +214,26 @@ drain_specs = st.lists(
 )
 # A locked row at the head: the drain's second batch must not pass over it again.
 @example(
-    specs=[(-3, SlotStatus.AVAILABLE, True, False), (-2, SlotStatus.AVAILABLE, False, False),
-           (-1, SlotStatus.AVAILABLE, False, False)],
-    batch_size=1, max_batches=0,
-)  # fmt: skip
+    specs=[
+        (-3, SlotStatus.AVAILABLE, True, False),
+        (-2, SlotStatus.AVAILABLE, False, False),
+        (-1, SlotStatus.AVAILABLE, False, False),
+    ],
+    batch_size=1,
+    max_batches=0,
+)
 # A poison row in the first batch, a locked one after it, more rows behind.
 @example(
-    specs=[(-4, SlotStatus.AVAILABLE, False, True), (-3, SlotStatus.AVAILABLE, True, False),
-           (-2, SlotStatus.AVAILABLE, False, False), (-1, SlotStatus.AVAILABLE, False, False),
-           (0, SlotStatus.AVAILABLE, False, False)],
-    batch_size=2, max_batches=0,
-)  # fmt: skip
+    specs=[
+        (-4, SlotStatus.AVAILABLE, False, True),
+        (-3, SlotStatus.AVAILABLE, True, False),
+        (-2, SlotStatus.AVAILABLE, False, False),
+        (-1, SlotStatus.AVAILABLE, False, False),
+        (0, SlotStatus.AVAILABLE, False, False),
+    ],
+    batch_size=2,
+    max_batches=0,
+)
 async def test_a_drain_expires_and_counts_skipped_exactly_batch_after_batch_poison_included(
     db: SlotDatabase,
     specs: list[tuple[int, SlotStatus, bool, bool]],

@@ -10,14 +10,13 @@ from contextlib import asynccontextmanager
 import psycopg
 import pytest
 
-from slot_expiration.cycle import CycleResult
-from slot_expiration.domain import SlotStatus
-from slot_expiration.loop import CycleBudgetExceededError, observed_cycle
+from slot_expiration.cycle import CycleFailed, CycleResult, run_cycle
+from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.options import load_options
-from slot_expiration.store import Selection, SlotStore, TransactionLimits, TransientStoreError
+from slot_expiration.store import CycleStore, Selection, TransactionLimits, TransientStoreError
 from slot_expiration.worker import build_cycle
 from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger
-from tests.support.doubles import RecordingHooks
+from tests.support.doubles import RecordingSink
 from tests.support.slots import AS_OF, past_slots
 from tests.support.tcp_proxy import FreezableProxy
 from tests.support.waiting import eventually
@@ -33,7 +32,7 @@ async def one_cycle(url: str, lock_timeout_seconds: float = 2.0) -> CycleResult:
         max_cycle_seconds=BUDGET_SECONDS,
         lock_timeout_seconds=lock_timeout_seconds,
     )
-    return await observed_cycle(build_cycle(settings), RecordingHooks(), BUDGET_SECONDS, AS_OF)
+    return await run_cycle(build_cycle(settings), RecordingSink(), BUDGET_SECONDS, AS_OF)
 
 
 @asynccontextmanager
@@ -55,8 +54,9 @@ async def test_a_table_lock_held_elsewhere_fails_the_cycle_on_lock_timeout_not_t
     slots = await db.insert(past_slots(5))
 
     async with table_locked(db.url):
-        with pytest.raises(TransientStoreError, match="lock timeout"):
+        with pytest.raises(CycleFailed, match="lock timeout") as failed:
             await one_cycle(db.url, lock_timeout_seconds=0.2)
+    assert isinstance(failed.value.error, TransientStoreError)
     after = await one_cycle(db.url, lock_timeout_seconds=0.2)
 
     assert after.expired_count == len(slots)
@@ -75,8 +75,9 @@ async def test_a_cycle_on_a_frozen_network_ends_while_the_network_is_still_dead(
         proxy.freeze()
         await db.open_gate()  # the batch goes on at the server; its answer never arrives
 
-        with pytest.raises(CycleBudgetExceededError, match="rolled back"):
+        with pytest.raises(CycleFailed, match="rolled back") as overrun:
             await cycle
+        assert overrun.value.outcome is CycleOutcome.BUDGET_EXCEEDED
 
         assert proxy.frozen  # it did not wait for the network to come back
 
@@ -101,8 +102,9 @@ async def test_a_commit_whose_answer_never_comes_is_in_doubt_yet_each_row_change
         await eventually(lambda: gate_waiters(db))  # inside COMMIT: deferred triggers run there
         proxy.freeze()
 
-        with pytest.raises(CycleBudgetExceededError, match="may or may not have committed"):
+        with pytest.raises(CycleFailed, match="may or may not have committed") as doubt:
             await cycle
+        assert doubt.value.outcome is CycleOutcome.BUDGET_EXCEEDED
 
         await db.open_gate()
 
@@ -123,7 +125,7 @@ async def test_every_transaction_carries_the_worker_limits_itself(db: SlotDataba
         statement_timeout_ms=30_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=30_000
     )
     seen = []
-    async with SlotStore.connect(db.url, limits) as store:
+    async with CycleStore.connect(db.url, limits) as store:
         for _ in range(2):  # on a pooler, each transaction may land on another server session
             async with store.transaction():
                 await store.count_backlog(AS_OF)  # the first statement carries the opening
@@ -132,8 +134,8 @@ async def test_every_transaction_carries_the_worker_limits_itself(db: SlotDataba
     assert seen == [("30s", "30s", "2s")] * 2
 
 
-async def store_settings(store: SlotStore) -> tuple[str, str, str]:
-    conn = store._session.connection
+async def store_settings(store: CycleStore) -> tuple[str, str, str]:
+    conn = store.session.connection
     cursor = await conn.execute(
         "SELECT current_setting('statement_timeout'), "
         "current_setting('idle_in_transaction_session_timeout'), current_setting('lock_timeout')"
@@ -151,11 +153,11 @@ async def test_statements_are_prepared_on_the_server_only_when_asked(
     limits = TransactionLimits(
         statement_timeout_ms=30_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=30_000
     )
-    async with SlotStore.connect(db.url, limits, prepare=wanted) as store:
+    async with CycleStore.connect(db.url, limits, prepare=wanted) as store:
         for _ in range(3):  # a drain repeats the batch statement
             async with store.transaction():
                 await store.expire_batch(Selection(AS_OF, AS_OF, 5))
-        conn = store._session.connection
+        conn = store.session.connection
         cursor = await conn.execute(
             "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%%picked%%'"
         )
@@ -173,8 +175,8 @@ async def test_a_dry_run_transaction_rolls_back_what_it_did_and_says_it_did_not_
     limits = TransactionLimits(
         statement_timeout_ms=30_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=30_000
     )
-    async with SlotStore.connect(db.url, limits, prepare=prepare) as store:
-        async with store._session.transaction(dry_run=True) as outcome:
+    async with CycleStore.connect(db.url, limits, prepare=prepare) as store:
+        async with store.session.transaction(dry_run=True) as outcome:
             assert await store.expire_slot(slots[0].id, AS_OF)
         left = await store.count_backlog(AS_OF)
 

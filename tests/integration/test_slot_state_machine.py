@@ -167,9 +167,10 @@ class SlotLifecycle(RuleBasedStateMachine):
             batch.append(SlotRange(begin, begin + timedelta(minutes=10 * length)))
             start += length + gap
         taken = [
-            k for k in self.model.values()
+            k
+            for k in self.model.values()
             if (k.tenant_id, k.consultant_id) == (tenant, consultant) and k.status in OCCUPYING
-        ]  # fmt: skip
+        ]
         expected = expected_publish_code(batch, now, taken)
         outcome = self._outcome(self.ops.publish(tenant, consultant, batch))
 
@@ -269,8 +270,10 @@ class SlotLifecycle(RuleBasedStateMachine):
 
     def _stored(self) -> dict[UUID, Stored]:
         rows = self._run(self._read())
-        return {row[0]: Stored(row[1], row[2], row[3], row[4], SlotStatus(row[5]), *row[6:])
-                for row in rows}  # fmt: skip
+        return {
+            row[0]: Stored(row[1], row[2], row[3], row[4], SlotStatus(row[5]), *row[6:])
+            for row in rows
+        }
 
     async def _read(self) -> list[tuple[Any, ...]]:
         cursor = await self.db.conn.execute(

@@ -12,8 +12,9 @@ import pytest
 from slot_expiration.domain import SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.options import load_options
+from slot_expiration.quarantine import QuarantineStore
 from slot_expiration.status import Unreadable, collect_status, render_text
-from slot_expiration.store import SchemaMissingError, SlotStore
+from slot_expiration.store import CycleStore, SchemaMissingError
 from slot_expiration.store.migrate import head_revision
 from slot_expiration.store.privileges import GrantMode, grant_privileges
 from slot_expiration.store.status_store import SchemaState, StatusStore
@@ -56,7 +57,7 @@ async def test_the_status_session_cannot_write_and_its_limits_end_with_it(
     database_url: str,
 ) -> None:
     async with StatusStore.connect(database_url, APP) as store:
-        conn = store._session.connection  # the session itself, as a stray write would find it
+        conn = store.session.connection  # the session itself, as a stray write would find it
         cursor = await conn.execute("SELECT current_setting('statement_timeout')")
         assert await cursor.fetchone() == ("10s",)
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
@@ -137,8 +138,8 @@ async def test_failed_slots_are_the_quarantined_ones_still_available_latest_firs
     await quarantine(db, expired.id, attempts=2, minutes_ago=1)  # left Available since
 
     async with StatusStore.connect(db.url, APP) as store:
-        first = await store.quarantine.listing(limit=1)
-        all_shown = (await store.quarantine.listing(limit=10)).latest
+        first = await QuarantineStore(store.session).listing(limit=1)
+        all_shown = (await QuarantineStore(store.session).listing(limit=10)).latest
         overdue = await store.oldest_overdue(AS_OF)
 
     assert (first.total, first.parked) == (2, 0)
@@ -166,7 +167,7 @@ async def test_an_overdue_slot_whose_quarantine_entry_ended_is_not_called_quaran
 
     async with StatusStore.connect(db.url, APP) as store:
         overdue = await store.oldest_overdue(AS_OF)
-        listing = await store.quarantine.listing(limit=10)
+        listing = await QuarantineStore(store.session).listing(limit=10)
 
     assert overdue is not None
     assert (overdue.id, overdue.quarantined) == (slot.id, False)
@@ -179,7 +180,7 @@ async def test_worker_sessions_are_the_workers_own_not_the_status_session(
     async with StatusStore.connect(db.url, APP) as store:
         assert await store.worker_sessions() == ()
     # One status session reads one snapshot (pg_stat_activity included): look again anew.
-    async with SlotStore.connect(db.url, LIMITS), StatusStore.connect(db.url, APP) as store:
+    async with CycleStore.connect(db.url, LIMITS), StatusStore.connect(db.url, APP) as store:
         sessions = await store.worker_sessions()
 
     assert len(sessions) == 1
@@ -346,9 +347,11 @@ async def test_a_part_the_role_may_not_read_says_why_and_the_rest_still_prints(
     assert report.quarantine.sqlstate == "42501"
     assert "permission denied" in str(report.quarantine)
     assert report.counts == {
-        SlotStatus.AVAILABLE: 1, SlotStatus.BOOKED: 0, SlotStatus.EXPIRED: 0,
+        SlotStatus.AVAILABLE: 1,
+        SlotStatus.BOOKED: 0,
+        SlotStatus.EXPIRED: 0,
         SlotStatus.ARCHIVED: 0,
-    }  # fmt: skip
+    }
     assert report.backlog == 1
     text = render_text(report)
     assert "failed slots   cannot read: permission denied" in text

@@ -6,44 +6,44 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from uuid import UUID, uuid4
 
 from slot_expiration.cycle import (
+    BacklogMeasured,
+    BatchCommitted,
     BatchResult,
+    BatchStarted,
+    CycleEvent,
     CycleLimits,
     CycleResult,
     CycleRun,
     ExpiryCycle,
-    ItemFailure,
-    NoBatchObserver,
-    PoisonBackoff,
 )
 from slot_expiration.domain import SlotRef, utc_now
-from slot_expiration.store import SlotStore
+from slot_expiration.options import CycleOptions, load_settings
+from slot_expiration.quarantine import ItemFailure, PoisonBackoff
+from slot_expiration.store import CycleStore
 from tests.support.database import LIMITS
 from tests.support.slots import AS_OF
 
 
 @dataclass
-class BatchLog(NoBatchObserver):
-    """A BatchObserver that remembers every batch (and the backlog measured)."""
+class BatchLog:
+    """A sink that remembers every batch (and the backlog measured)."""
 
     batches: list[BatchResult] = field(default_factory=list)
     started: list[int] = field(default_factory=list)
     backlogs: list[int] = field(default_factory=list)
     quarantined: list[int] = field(default_factory=list)
 
-    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
-        self.backlogs.append(backlog)
-
-    def quarantine_measured(self, run_id: UUID, count: int) -> None:
-        self.quarantined.append(count)
-
-    def batch_started(self, run_id: UUID, number: int) -> None:
-        self.started.append(number)
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        self.batches.append(batch)
+    def __call__(self, event: CycleEvent) -> None:
+        match event:
+            case BacklogMeasured(_, backlog, quarantined):
+                self.backlogs.append(backlog)
+                self.quarantined.append(quarantined)
+            case BatchStarted(_, number):
+                self.started.append(number)
+            case BatchCommitted(_, batch):
+                self.batches.append(batch)
 
 
 @dataclass(frozen=True)
@@ -79,17 +79,25 @@ class Outcome:
         return self.result.skipped_locked_count
 
 
+# The worker's defaults, from its options model (the one place they are written).
+DEFAULTS = load_settings(CycleOptions, environment=False)
+
+
+def default_backoff() -> PoisonBackoff:
+    return PoisonBackoff(DEFAULTS.poison_backoff_seconds, DEFAULTS.poison_backoff_max_seconds)
+
+
 def make_cycle(
     url: str,
-    batch_size: int = 500,
+    batch_size: int = DEFAULTS.batch_size,
     *,
-    max_batches: int = 1,
+    max_batches: int = DEFAULTS.max_batches_per_cycle,
     backoff: PoisonBackoff | None = None,
     clock: Callable[[], datetime] = utc_now,
     monotonic: Callable[[], float] = time.monotonic,
-    batch_pause_seconds: float = 0.0,
-    max_clock_skew_seconds: float = 30.0,
-    drain_batch_size: int | None = None,
+    batch_pause_seconds: float = DEFAULTS.batch_pause_seconds,
+    max_clock_skew_seconds: float = DEFAULTS.max_clock_skew_seconds,
+    drain_batch_size: int | None = None,  # None: batch_size for every batch
     collect_slots: bool = True,
 ) -> ExpiryCycle:
     limits = CycleLimits(
@@ -98,24 +106,24 @@ def make_cycle(
         collect_slots=collect_slots,
         max_batches=max_batches,
         batch_pause_seconds=batch_pause_seconds,
-        backoff=backoff or PoisonBackoff(),
+        backoff=backoff or default_backoff(),
         max_clock_skew_seconds=max_clock_skew_seconds,
     )
     return ExpiryCycle(
-        lambda: SlotStore.connect(url, LIMITS), limits, monotonic=monotonic, clock=clock
+        lambda: CycleStore.connect(url, LIMITS), limits, monotonic=monotonic, clock=clock
     )
 
 
 async def run_cycle(
     url: str,
-    batch_size: int = 500,
+    batch_size: int = DEFAULTS.batch_size,
     as_of: datetime = AS_OF,
     *,
-    max_batches: int = 1,
+    max_batches: int = DEFAULTS.max_batches_per_cycle,
     backoff: PoisonBackoff | None = None,
     clock: Callable[[], datetime] = utc_now,
     stop_requested: Callable[[], bool] | None = None,
-    max_clock_skew_seconds: float = 30.0,
+    max_clock_skew_seconds: float = DEFAULTS.max_clock_skew_seconds,
 ) -> Outcome:
     cycle = make_cycle(
         url,
@@ -126,7 +134,5 @@ async def run_cycle(
         max_clock_skew_seconds=max_clock_skew_seconds,
     )
     log = BatchLog()
-    run = CycleRun(run_id=uuid4(), as_of=as_of, observer=log)
-    if stop_requested is not None:
-        run = CycleRun(run_id=run.run_id, as_of=as_of, observer=log, stop_requested=stop_requested)
+    run = CycleRun(as_of=as_of, emit=log, stop_requested=stop_requested or (lambda: False))
     return Outcome(await cycle.run(run), log.batches, log.quarantined)

@@ -1,7 +1,7 @@
 """Test-side access to a test database: seeding, inspecting, locking, triggers.
 
 This SQL belongs to the tests (inspection and fault injection); the product's
-own statements live in slot_expiration/store/queries.sql.
+own statements live in slot_expiration/store/cycle.sql.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql
 
 from slot_expiration.domain import Slot, SlotStatus
-from slot_expiration.store import SlotStore, TransactionLimits
+from slot_expiration.store import CycleStore, TransactionLimits
 
 LIMITS = TransactionLimits(
     statement_timeout_ms=60_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=60_000
@@ -59,7 +59,7 @@ class SlotDatabase:
 
     async def insert(self, slots: Iterable[Slot]) -> list[Slot]:
         slots = list(slots)
-        async with SlotStore.connect(self.url, LIMITS) as store, store.transaction():
+        async with CycleStore.connect(self.url, LIMITS) as store, store.transaction():
             await store.insert_slots(slots)
         return slots
 

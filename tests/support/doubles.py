@@ -1,15 +1,25 @@
-"""Test doubles for the loop's injected parts: a ticker the test drives, recording hooks."""
+"""Test doubles for the loop's injected parts: a ticker the test drives, a recording sink."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from uuid import UUID
 
-from slot_expiration.cycle import BatchResult, CycleResult, CycleRun, StopReason
-from slot_expiration.telemetry import NoHooks
+from slot_expiration.cycle import (
+    BacklogMeasured,
+    BatchCommitted,
+    BatchResult,
+    ClockCompared,
+    CycleEnded,
+    CycleResult,
+    CycleRun,
+    CycleStarted,
+    StopReason,
+)
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.loop import Event, LoopStopped, TickSkipped
 
 
 def empty_result(run: CycleRun) -> CycleResult:
@@ -17,6 +27,8 @@ def empty_result(run: CycleRun) -> CycleResult:
     return CycleResult(
         run_id=run.run_id,
         as_of=run.as_of,
+        started_at=run.started_at,
+        outcome=CycleOutcome.SUCCESS,
         batches=1,
         expired_count=0,
         skipped_locked_count=0,
@@ -51,13 +63,13 @@ class ManualTicker:
 
 
 @dataclass
-class RecordingHooks(NoHooks):
-    """Remembers what the loop reported and lets a test await the next outcome."""
+class RecordingSink:
+    """Remembers what the loop told and lets a test await the next cycle's end."""
 
     started: list[UUID] = field(default_factory=list)
     batches: list[BatchResult] = field(default_factory=list)
     completed: list[CycleResult] = field(default_factory=list)
-    failed: list[tuple[BaseException, bool]] = field(default_factory=list)
+    failed: list[CycleEnded] = field(default_factory=list)
     skipped: int = 0
     stopped: bool = False
     outcome: asyncio.Event = field(default_factory=asyncio.Event)
@@ -65,32 +77,27 @@ class RecordingHooks(NoHooks):
     backlogs: list[int] = field(default_factory=list)
     clock_skews: list[float] = field(default_factory=list)
 
-    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
-        self.started.append(run_id)
-        self.began.set()
-
-    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
-        self.clock_skews.append(skew_seconds)
-
-    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
-        self.backlogs.append(backlog)
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        self.batches.append(batch)
-
-    def cycle_completed(self, result: CycleResult) -> None:
-        self.completed.append(result)
-        self.outcome.set()
-
-    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        self.failed.append((error, budget_exceeded))
-        self.outcome.set()
-
-    def tick_skipped(self, skipped_ticks_total: int) -> None:
-        self.skipped = skipped_ticks_total
-
-    def loop_stopped(self) -> None:
-        self.stopped = True
+    def __call__(self, event: Event) -> None:
+        match event:
+            case CycleStarted(run_id):
+                self.started.append(run_id)
+                self.began.set()
+            case ClockCompared(_, skew_seconds):
+                self.clock_skews.append(skew_seconds)
+            case BacklogMeasured(_, backlog):
+                self.backlogs.append(backlog)
+            case BatchCommitted(_, batch):
+                self.batches.append(batch)
+            case CycleEnded(result, None):
+                self.completed.append(result)
+                self.outcome.set()
+            case CycleEnded():
+                self.failed.append(event)
+                self.outcome.set()
+            case TickSkipped(total):
+                self.skipped = total
+            case LoopStopped():
+                self.stopped = True
 
     async def next_outcome(self, timeout_seconds: float = 30.0) -> None:
         """Wait for the next completed or failed cycle (a safety timeout, not a timing)."""

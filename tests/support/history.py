@@ -5,15 +5,18 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from uuid import UUID, uuid4
 
-from slot_expiration.store.history_store import CycleOutcome, CycleRecord
+from psycopg.rows import kwargs_row
+
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.store.history_store import CycleRecord
 from tests.support.database import SlotDatabase
 
 _ERROR_TYPES = {
     CycleOutcome.FAILED: "TransientStoreError",
     CycleOutcome.MISCONFIGURED: "MisconfiguredStoreError",
     CycleOutcome.CLOCK_SKEW: "ClockSkewError",
-    CycleOutcome.BUDGET_EXCEEDED: "CycleBudgetExceededError",
-    CycleOutcome.INTERRUPTED: "CycleCancelledError",
+    CycleOutcome.BUDGET_EXCEEDED: "TimeoutError",
+    CycleOutcome.INTERRUPTED: "CancelledError",
 }
 
 
@@ -36,7 +39,7 @@ def cycle_record(
         started_at=ended_at - timedelta(milliseconds=40),
         ended_at=ended_at,
         outcome=outcome,
-        stop_reason="failed" if failed else "drained",
+        stop_reason=None if failed else "drained",
         expired_count=expired,
         skipped_locked_count=0,
         failed_count=0,
@@ -59,10 +62,11 @@ async def recorded_run_ids(db: SlotDatabase) -> list[UUID]:
 
 async def history_rows(db: SlotDatabase) -> list[CycleRecord]:
     """Every row of the history, oldest first."""
-    cursor = await db.conn.execute(
+    cursor = db.conn.cursor(row_factory=kwargs_row(CycleRecord.from_columns))
+    await cursor.execute(
         "SELECT run_id, instance, as_of, started_at, ended_at, outcome, stop_reason, "
         "expired_count, skipped_locked_count, failed_count, batches, duration_ms, backlog, "
         "clock_skew_seconds, error_type, sqlstate, error "
         "FROM slot_expiration_cycles ORDER BY ended_at, run_id"
     )
-    return [CycleRecord.from_row(row) for row in await cursor.fetchall()]
+    return await cursor.fetchall()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from uuid import UUID, uuid4
 
-from slot_expiration.cycle import BatchResult, CycleResult, ItemFailure, StopReason
-from slot_expiration.domain import SlotRef
+from slot_expiration.cycle import BatchResult, CycleEnded, CycleResult, StopReason
+from slot_expiration.domain import CycleOutcome, SlotRef
+from slot_expiration.quarantine import ItemFailure
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
@@ -51,21 +53,37 @@ def cycle_result(
     failed: int = 0,
     skipped_locked: int = 0,
     duration_ms: float = 12.5,
-    backlog: int = 0,
+    backlog: int | None = 0,
     batches: int = 1,
+    outcome: CycleOutcome = CycleOutcome.SUCCESS,
 ) -> CycleResult:
     return CycleResult(
         run_id=run_id or uuid4(),
         as_of=AS_OF,
+        started_at=AS_OF,
+        outcome=outcome,
         batches=batches,
         expired_count=expired,
         skipped_locked_count=skipped_locked,
         failed_count=failed,
         failed_sample=slot_refs(min(failed, 10)),
         duration_ms=duration_ms,
-        stop_reason=StopReason.DRAINED,
+        stop_reason=StopReason.DRAINED if outcome is CycleOutcome.SUCCESS else None,
         backlog=backlog,
     )
+
+
+def ended(
+    outcome: CycleOutcome = CycleOutcome.SUCCESS,
+    error: BaseException | None = None,
+    *,
+    run_id: UUID | None = None,
+    batch_in_flight: bool = False,
+    **counts: Any,
+) -> CycleEnded:
+    """A CycleEnded as run_cycle emits it: a result with `outcome`, and the error."""
+    result = cycle_result(run_id, outcome=outcome, backlog=None if error else 0, **counts)
+    return CycleEnded(result, error, batch_in_flight)
 
 
 class FakeClock:

@@ -80,9 +80,20 @@ def hot_standby(primary: EmbeddedPostgres) -> Iterator[EmbeddedPostgres]:
     try:
         backup = [
             str(find_bindir() / "pg_basebackup"),
-            "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
-            "-D", str(root / "data"), "-R", "-X", "stream", "-c", "fast",
-        ]  # fmt: skip
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(primary.port),
+            "-U",
+            "postgres",
+            "-D",
+            str(root / "data"),
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+        ]
         done = subprocess.run(
             _as_server_account(backup), capture_output=True, text=True, check=False, cwd=root
         )

@@ -66,7 +66,8 @@ def test_each_alert_is_per_deployment_and_names_it_in_its_summary(name: str) -> 
 
 
 def test_one_substitution_of_the_runbook_base_moves_every_runbook_link_and_nothing_else() -> None:
-    """README, "Alerts": replacing the base's text in alerts.yml and the dashboard is enough."""
+    """docs/operations.md, "Alerts": replacing the base's text in alerts.yml and the dashboard
+    is enough."""
     other = "https://git.example.org/calendar/slot-expiration/-/blob/main/docs/runbooks/x.md"
     alerts = yaml.safe_load(ALERTS.read_text(encoding="utf-8").replace(RUNBOOK_BASE, other))
     board = json.loads(DASHBOARD.read_text(encoding="utf-8").replace(RUNBOOK_BASE, other))
@@ -83,8 +84,8 @@ def test_one_substitution_of_the_runbook_base_moves_every_runbook_link_and_nothi
     assert _without_urls(board) == _without_urls(dashboard())
 
 
-def test_the_readme_substitutes_the_base_the_sources_hold_in_both_files() -> None:
-    readme = (ALERTS.parents[2] / "README.md").read_text(encoding="utf-8")
+def test_the_operations_guide_substitutes_the_base_the_sources_hold_in_both_files() -> None:
+    readme = (ALERTS.parents[2] / "docs" / "operations.md").read_text(encoding="utf-8")
     (command,) = re.findall(r"^sed -i 's\|([^|]+)\|[^|]+\|' \\\n\s+(.+)$", readme, re.MULTILINE)
 
     assert command[0] == RUNBOOK_BASE

@@ -12,7 +12,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 import slot_expiration
-from slot_expiration.telemetry.metrics import MetricsHooks
+from slot_expiration.telemetry.metrics import Metrics
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 PROGRAM = Path(sys.executable).parent / "slot-expiration"
@@ -37,7 +37,7 @@ def test_version_option_prints_the_pyproject_version() -> None:
 
 
 def test_build_info_is_1_with_the_version_as_its_only_label() -> None:
-    exposition = MetricsHooks().exposition().decode()
+    exposition = Metrics().exposition().decode()
 
     families = {f.name: f for f in text_string_to_metric_families(exposition)}
     info = families["calendar_slot_expiration_build_info"]

@@ -8,21 +8,32 @@ import asyncio
 import pytest
 
 from slot_expiration.cli.worker_commands import cut_short_line
-from slot_expiration.cycle import ClockSkewError
-from slot_expiration.loop import CycleBudgetExceededError
+from slot_expiration.cycle import ClockSkewError, CycleFailed, outcome_of
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.options import CycleOptions, load_settings
 from slot_expiration.store import MisconfiguredStoreError
-from slot_expiration.worker import CycleCutShortError
-from tests.support.results import cycle_result
+from tests.support.results import ended
 
 SETTINGS = load_settings(
     CycleOptions, environment=False, database_url="postgresql://w:pw@127.0.0.1/c"
 )
 
 
-def _cut(failure: BaseException, expired: int, batches: int, *, in_flight: bool) -> str:
-    partial = cycle_result(expired=expired, batches=batches)
-    return cut_short_line(CycleCutShortError(failure, partial, in_flight=in_flight), SETTINGS)
+def _cut(
+    failure: BaseException,
+    expired: int,
+    batches: int,
+    *,
+    in_flight: bool,
+    outcome: CycleOutcome | None = None,
+) -> str:
+    how = outcome or (
+        CycleOutcome.INTERRUPTED
+        if isinstance(failure, asyncio.CancelledError)
+        else outcome_of(failure)
+    )
+    partial = ended(how, failure, batch_in_flight=in_flight, expired=expired, batches=batches)
+    return cut_short_line(CycleFailed(partial), SETTINGS)
 
 
 def test_an_interrupted_drain_says_what_committed_and_that_its_batch_rolled_back() -> None:
@@ -41,9 +52,9 @@ def test_an_interruption_during_the_pause_between_batches_had_none_in_flight() -
 
 
 def test_a_drain_past_its_budget_names_the_budget_once() -> None:
-    overrun = CycleBudgetExceededError("the cycle ran past its budget of 30 s and …", 30.0)
+    overrun = TimeoutError("the cycle ran past its budget of 30 s and …")
 
-    line = _cut(overrun, 6_000, 12, in_flight=True)
+    line = _cut(overrun, 6_000, 12, in_flight=True, outcome=CycleOutcome.BUDGET_EXCEEDED)
 
     assert line == (
         "the cycle ran past its budget of 30 s: 6000 rows expired in 12 committed batches; "

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from slot_expiration.cycle import (
     FAILED_SAMPLE_SIZE,
     BatchResult,
-    CycleTally,
-    ItemFailure,
+    CycleProgress,
     StopReason,
 )
-from slot_expiration.domain import SlotRef
+from slot_expiration.domain import CycleOutcome, SlotRef
+from slot_expiration.quarantine import ItemFailure
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 RUN_ID = UUID("6f1c2d3e-0000-4000-8000-000000000001")
@@ -40,16 +40,17 @@ def _batch(number: int, expired: int, failed: int, skipped_locked: int = 0) -> B
     )
 
 
-def _tally(*batches: BatchResult) -> CycleTally:
-    tally = CycleTally(RUN_ID, AS_OF)
+def _tally(*batches: BatchResult) -> CycleProgress:
+    tally = CycleProgress(RUN_ID, AS_OF, AS_OF)
     for batch in batches:
+        tally.batch_started()
         tally.add(batch)
     return tally
 
 
 def test_summary_starts_with_expired_skipped_locked_and_duration_ms() -> None:
     result = _tally(_batch(1, expired=3, failed=0, skipped_locked=2)).result(
-        41.98765, StopReason.DRAINED
+        CycleOutcome.SUCCESS, 41.98765, StopReason.DRAINED
     )
 
     summary = result.summary()
@@ -62,7 +63,7 @@ def test_summary_starts_with_expired_skipped_locked_and_duration_ms() -> None:
 
 def test_summary_is_json_serialisable_and_round_trips() -> None:
     result = _tally(_batch(1, expired=2, failed=1, skipped_locked=1)).result(
-        5.0, StopReason.MAX_BATCHES
+        CycleOutcome.SUCCESS, 5.0, StopReason.MAX_BATCHES
     )
 
     decoded = json.loads(json.dumps(result.summary()))
@@ -76,7 +77,7 @@ def test_summary_is_json_serialisable_and_round_trips() -> None:
 def test_a_cycle_adds_up_its_batches() -> None:
     batches = (_batch(1, 500, 2, 3), _batch(2, 500, 0, 1), _batch(3, 120, 1, 0))
 
-    result = _tally(*batches).result(10.0, StopReason.DRAINED)
+    result = _tally(*batches).result(CycleOutcome.SUCCESS, 10.0, StopReason.DRAINED)
 
     assert result.batches == 3
     assert result.expired_count == 1120
@@ -89,7 +90,7 @@ def test_a_cycle_adds_up_its_batches() -> None:
 def test_the_summary_samples_the_first_failed_ids_in_order() -> None:
     first, second = _batch(1, 0, 2), _batch(2, 0, 2)
 
-    summary = _tally(first, second).result(1.0, StopReason.DRAINED).summary()
+    summary = _tally(first, second).result(CycleOutcome.SUCCESS, 1.0, StopReason.DRAINED).summary()
 
     expected = [str(f.slot.id) for f in (*first.failures, *second.failures)]
     assert summary["failed_slot_ids_sample"] == expected
@@ -98,11 +99,12 @@ def test_the_summary_samples_the_first_failed_ids_in_order() -> None:
 
 @given(failed_per_batch=st.lists(st.integers(min_value=0, max_value=3_000), max_size=6))
 def test_the_result_stays_bounded_however_many_rows_fail(failed_per_batch: list[int]) -> None:
-    tally = CycleTally(RUN_ID, AS_OF)
+    tally = CycleProgress(RUN_ID, AS_OF, AS_OF)
     for number, failed in enumerate(failed_per_batch, start=1):
+        tally.batch_started()
         tally.add(_batch(number, expired=1, failed=failed))
 
-    result = tally.result(1.0, StopReason.DRAINED)
+    result = tally.result(CycleOutcome.SUCCESS, 1.0, StopReason.DRAINED)
 
     assert result.failed_count == sum(failed_per_batch)
     assert len(result.failed_sample) == min(sum(failed_per_batch), FAILED_SAMPLE_SIZE)
@@ -110,9 +112,36 @@ def test_the_result_stays_bounded_however_many_rows_fail(failed_per_batch: list[
 
 
 def test_an_empty_cycle_summarises_to_zero_counts() -> None:
-    summary = _tally(_batch(1, 0, 0)).result(1.0, StopReason.DRAINED).summary()
+    summary = (
+        _tally(_batch(1, 0, 0)).result(CycleOutcome.SUCCESS, 1.0, StopReason.DRAINED).summary()
+    )
 
     assert summary["expired_count"] == 0
     assert summary["selected_count"] == 0
     assert summary["failed_slot_ids_sample"] == []
     assert summary["batches"] == 1
+
+
+def test_a_cycle_that_failed_reports_its_outcome_as_its_stop_reason_with_what_committed() -> None:
+    tally = _tally(_batch(1, expired=500, failed=0))
+    tally.batch_started()  # a second batch, in flight when the cycle failed
+
+    result = tally.result(CycleOutcome.BUDGET_EXCEEDED, 30_000.0)
+
+    assert tally.batch_in_flight
+    assert (result.outcome, result.stop_reason, result.batches) == (
+        CycleOutcome.BUDGET_EXCEEDED,
+        None,
+        1,
+    )
+    summary = result.summary()
+    assert (summary["outcome"], summary["stop_reason"]) == ("budget_exceeded", "budget_exceeded")
+    assert summary["expired_count"] == 500
+
+
+def test_a_completed_cycle_summarises_its_outcome_and_why_it_stopped_apart() -> None:
+    summary = (
+        _tally(_batch(1, 3, 0)).result(CycleOutcome.SUCCESS, 1.0, StopReason.DRAINED).summary()
+    )
+
+    assert (summary["outcome"], summary["stop_reason"]) == ("success", "drained")

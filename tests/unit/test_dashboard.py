@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from slot_expiration.telemetry.metrics import DURATION_BUCKETS, MetricsHooks, exported_metric_names
+from slot_expiration.telemetry.metrics import DURATION_BUCKETS, Metrics, exported_metric_names
 from tests.support.dashboard import (
     GRAFANA_SCRAPE_SECONDS,
     TEMPLATE_VARIABLES,
@@ -166,7 +166,7 @@ def test_every_expression_parses_with_promtool(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("expression", expressions())
 def test_every_expression_names_only_metrics_the_worker_exports(expression: str) -> None:
-    exported = exported_metric_names(MetricsHooks().registry)
+    exported = exported_metric_names(Metrics().registry)
     named = metric_names(as_promql(expression))
 
     assert named, expression

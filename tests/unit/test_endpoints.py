@@ -19,7 +19,7 @@ from structlog.testing import capture_logs
 from slot_expiration.options.listen_address import ListenAddress
 from slot_expiration.telemetry.endpoints import EndpointError, serving
 from slot_expiration.telemetry.liveness import LivenessReport
-from slot_expiration.telemetry.metrics import PREFIX, MetricsHooks
+from slot_expiration.telemetry.metrics import PREFIX, Metrics
 from slot_expiration.telemetry.readiness import ReadinessReport
 from tests.support.wire import WireClient
 
@@ -137,7 +137,7 @@ def _plain(body: bytes, headers: Mapping[str, str]) -> bytes:
 async def test_a_malformed_request_is_counted_in_the_metrics_and_logged_at_most_at_debug(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    hooks = MetricsHooks()
+    hooks = Metrics()
     caplog.set_level(logging.DEBUG)
 
     async def readiness() -> ReadinessReport:

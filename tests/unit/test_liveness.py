@@ -1,11 +1,14 @@
-"""Liveness from the hooks: ticking and not stuck in a cycle, on a clock the test moves."""
+"""Liveness from the events: ticking and not stuck in a cycle, on a clock the test moves."""
 
 from __future__ import annotations
 
 from uuid import uuid4
 
+from slot_expiration.cycle import CycleEnded, CycleStarted
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.loop import LoopStarted, LoopStopping, TickSkipped
 from slot_expiration.telemetry.liveness import SLACK_SECONDS, Liveness
-from tests.support.results import AS_OF, FakeClock, cycle_result
+from tests.support.results import AS_OF, FakeClock, cycle_result, ended
 
 INTERVAL, BUDGET = 300.0, 30.0
 
@@ -17,7 +20,7 @@ def _liveness() -> tuple[Liveness, FakeClock]:
 
 def test_a_loop_that_just_started_is_live() -> None:
     liveness, _ = _liveness()
-    liveness.loop_started(INTERVAL, 500)
+    liveness(LoopStarted(INTERVAL, 500))
 
     report = liveness.report()
     assert (report.live, report.status) == (True, "ok")
@@ -25,12 +28,12 @@ def test_a_loop_that_just_started_is_live() -> None:
 
 def test_a_loop_ticking_every_interval_stays_live_for_hours() -> None:
     liveness, clock = _liveness()
-    liveness.loop_started(INTERVAL, 500)
+    liveness(LoopStarted(INTERVAL, 500))
     for _ in range(24):
         run_id = uuid4()
-        liveness.cycle_started(run_id, AS_OF)
+        liveness(CycleStarted(run_id, AS_OF))
         clock.advance(2.0)
-        liveness.cycle_completed(cycle_result(run_id=run_id))
+        liveness(CycleEnded(cycle_result(run_id=run_id)))
         clock.advance(INTERVAL - 2.0)
         assert liveness.report().live
 
@@ -39,7 +42,7 @@ def test_a_loop_ticking_every_interval_stays_live_for_hours() -> None:
 
 def test_no_tick_for_an_interval_and_the_slack_is_not_live() -> None:
     liveness, clock = _liveness()
-    liveness.loop_started(INTERVAL, 500)
+    liveness(LoopStarted(INTERVAL, 500))
     clock.advance(INTERVAL + SLACK_SECONDS)
     assert liveness.report().live
 
@@ -52,10 +55,10 @@ def test_no_tick_for_an_interval_and_the_slack_is_not_live() -> None:
 
 def test_skipped_ticks_count_as_ticks() -> None:
     liveness, clock = _liveness()
-    liveness.loop_started(INTERVAL, 500)
-    liveness.cycle_started(uuid4(), AS_OF)
+    liveness(LoopStarted(INTERVAL, 500))
+    liveness(CycleStarted(uuid4(), AS_OF))
     clock.advance(INTERVAL)
-    liveness.tick_skipped(1)
+    liveness(TickSkipped(1))
     clock.advance(1.0)
 
     # The cycle runs past its budget (and is stuck), but the ticks themselves came.
@@ -64,8 +67,8 @@ def test_skipped_ticks_count_as_ticks() -> None:
 
 def test_a_cycle_running_past_its_budget_and_the_slack_is_stuck() -> None:
     liveness, clock = _liveness()
-    liveness.loop_started(INTERVAL, 500)
-    liveness.cycle_started(uuid4(), AS_OF)
+    liveness(LoopStarted(INTERVAL, 500))
+    liveness(CycleStarted(uuid4(), AS_OF))
     clock.advance(BUDGET + SLACK_SECONDS)
     assert liveness.report().live
 
@@ -78,11 +81,11 @@ def test_a_cycle_running_past_its_budget_and_the_slack_is_stuck() -> None:
 
 def test_a_cycle_that_fails_at_its_budget_is_not_stuck() -> None:
     liveness, clock = _liveness()
-    liveness.loop_started(INTERVAL, 500)
+    liveness(LoopStarted(INTERVAL, 500))
     run_id = uuid4()
-    liveness.cycle_started(run_id, AS_OF)
+    liveness(CycleStarted(run_id, AS_OF))
     clock.advance(BUDGET)
-    liveness.cycle_failed(run_id, TimeoutError(), budget_exceeded=True)
+    liveness(ended(CycleOutcome.BUDGET_EXCEEDED, TimeoutError(), run_id=run_id))
     clock.advance(60.0)
 
     report = liveness.report()
@@ -91,9 +94,9 @@ def test_a_cycle_that_fails_at_its_budget_is_not_stuck() -> None:
 
 def test_a_stopping_loop_stays_live_while_its_last_cycle_finishes_within_its_budget() -> None:
     liveness, clock = _liveness()
-    liveness.loop_started(INTERVAL, 500)
-    liveness.cycle_started(uuid4(), AS_OF)
-    liveness.loop_stopping(cycle_in_flight=True)
+    liveness(LoopStarted(INTERVAL, 500))
+    liveness(CycleStarted(uuid4(), AS_OF))
+    liveness(LoopStopping(cycle_in_flight=True))
     clock.advance(BUDGET)
 
     report = liveness.report()
@@ -114,7 +117,7 @@ def test_start_up_counts_as_a_sign_of_life_before_the_loop_starts() -> None:
 
 def test_the_report_as_json_names_status_detail_and_timings() -> None:
     liveness, clock = _liveness()
-    liveness.cycle_started(uuid4(), AS_OF)
+    liveness(CycleStarted(uuid4(), AS_OF))
     clock.advance(1.23456)
 
     assert liveness.report().as_json() == {

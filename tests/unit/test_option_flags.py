@@ -32,7 +32,7 @@ from slot_expiration.options import (
 )
 from slot_expiration.slots import SlotOptions
 
-README = Path(__file__).parents[2] / "README.md"
+OPTIONS_DOC = Path(__file__).parents[2] / "docs" / "options.md"
 
 
 pytestmark = pytest.mark.usefixtures("no_worker_environment")
@@ -163,8 +163,8 @@ def test_a_ui_user_without_a_password_is_refused_naming_both_variables(
     assert "oncall" not in str(refused.value)
 
 
-def test_the_readme_options_table_is_the_models_table() -> None:
-    readme = README.read_text(encoding="utf-8")
+def test_the_documented_options_table_is_the_models_table() -> None:
+    readme = OPTIONS_DOC.read_text(encoding="utf-8")
     start = readme.index("| flag | environment variable | default | allowed | meaning | commands |")
     end = readme.index("\n\n", start)
 

@@ -8,13 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slot_expiration.cycle import PoisonBackoff
+from slot_expiration.quarantine import PoisonBackoff
+from tests.support.cycles import default_backoff
 
 bases = st.floats(min_value=0.001, max_value=86_400, allow_nan=False)
 
 
 def test_the_defaults_wait_one_interval_then_double_up_to_an_hour() -> None:
-    backoff = PoisonBackoff()
+    backoff = default_backoff()  # the options model's defaults
 
     waits = [backoff.delay(attempts).total_seconds() for attempts in range(1, 8)]
 
@@ -51,4 +52,4 @@ def test_a_backoff_needs_a_positive_base_no_larger_than_its_maximum(
 
 def test_attempts_count_failures_from_one() -> None:
     with pytest.raises(ValueError, match="at least 1"):
-        PoisonBackoff().delay(0)
+        default_backoff().delay(0)

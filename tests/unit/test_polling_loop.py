@@ -13,9 +13,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-from slot_expiration.cycle import CycleResult, CycleRun
-from slot_expiration.loop import CycleCancelledError, LoopStats, LoopTiming, PollingLoop, StopSignal
-from tests.support.doubles import ManualTicker, RecordingHooks, empty_result
+from slot_expiration.cycle import CycleEnded, CycleResult, CycleRun, CycleStarted
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.loop import (
+    Event,
+    LoopStats,
+    LoopStopping,
+    LoopTiming,
+    PollingLoop,
+    StopSignal,
+    TickSkipped,
+)
+from tests.support.doubles import ManualTicker, RecordingSink, empty_result
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 SAFETY_SECONDS = 10.0  # a net against a hung test, never a timing the test relies on
@@ -48,25 +57,24 @@ class FakeCycle:
 
 
 @dataclass
-class LoopHooks(RecordingHooks):
-    """RecordingHooks that also let the test await a skipped tick and the stop."""
+class LoopHooks(RecordingSink):
+    """A RecordingSink that also lets the test await a skipped tick and the stop."""
 
     tick_was_skipped: asyncio.Event = field(default_factory=asyncio.Event)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     stopping_with_cycle_in_flight: list[bool] = field(default_factory=list)
     started_at: list[datetime] = field(default_factory=list)
 
-    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
-        self.started_at.append(as_of)
-        super().cycle_started(run_id, as_of)
-
-    def tick_skipped(self, skipped_ticks_total: int) -> None:
-        super().tick_skipped(skipped_ticks_total)
-        self.tick_was_skipped.set()
-
-    def loop_stopping(self, cycle_in_flight: bool) -> None:
-        self.stopping_with_cycle_in_flight.append(cycle_in_flight)
-        self.stopping.set()
+    def __call__(self, event: Event) -> None:
+        super().__call__(event)
+        match event:
+            case CycleStarted(_, as_of):
+                self.started_at.append(as_of)
+            case TickSkipped():
+                self.tick_was_skipped.set()
+            case LoopStopping(cycle_in_flight):
+                self.stopping_with_cycle_in_flight.append(cycle_in_flight)
+                self.stopping.set()
 
     async def next_skip(self) -> None:
         async with asyncio.timeout(SAFETY_SECONDS):
@@ -111,6 +119,10 @@ async def running_loop(
         if not task.done():
             task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+def _ends(failed: list[CycleEnded]) -> list[tuple[CycleOutcome, BaseException | None]]:
+    return [(ended.result.outcome, ended.error) for ended in failed]
 
 
 # -- ticks while a cycle runs ---------------------------------------------------------------
@@ -191,14 +203,14 @@ async def test_each_cycle_gets_a_new_run_id_and_the_loop_clock_as_its_as_of() ->
 # -- failures and the budget ----------------------------------------------------------------
 
 
-async def test_a_cycle_that_raises_is_reported_failed_and_the_next_tick_runs_a_new_cycle() -> None:
+async def test_a_cycle_that_raises_ends_failed_and_the_next_tick_runs_a_new_cycle() -> None:
     error = RuntimeError("connection lost")
     cycle = FakeCycle(error)
     async with running_loop(cycle) as running:
         running.ticker.tick()
         await running.hooks.next_outcome()
 
-        assert running.hooks.failed == [(error, False)]
+        assert _ends(running.hooks.failed) == [(CycleOutcome.FAILED, error)]
         assert not running.task.done()  # the loop survived the failed cycle
 
         running.ticker.tick()
@@ -210,16 +222,15 @@ async def test_a_cycle_that_raises_is_reported_failed_and_the_next_tick_runs_a_n
     assert stats == LoopStats(cycles_completed=1, cycles_failed=1, ticks_skipped=0)
 
 
-async def test_a_cycle_over_its_budget_is_cancelled_and_reported_as_budget_exceeded() -> None:
+async def test_a_cycle_over_its_budget_is_cancelled_and_ends_budget_exceeded() -> None:
     cycle = FakeCycle(BLOCK)  # never released: only the 0.05 s budget can end it
     async with running_loop(cycle, max_cycle_seconds=0.05) as running:
         running.ticker.tick()
         await running.hooks.next_outcome()
 
         assert cycle.cancelled.is_set()
-        assert len(running.hooks.failed) == 1
-        error, budget_exceeded = running.hooks.failed[0]
-        assert budget_exceeded is True
+        ((outcome, error),) = _ends(running.hooks.failed)
+        assert outcome is CycleOutcome.BUDGET_EXCEEDED
         assert isinstance(error, TimeoutError)
         assert running.hooks.completed == []
 
@@ -231,7 +242,7 @@ async def test_a_cycle_over_its_budget_is_cancelled_and_reported_as_budget_excee
     assert stats == LoopStats(cycles_completed=1, cycles_failed=1, ticks_skipped=0)
 
 
-async def test_a_timeout_raised_by_the_cycle_itself_is_not_reported_as_budget_exceeded() -> None:
+async def test_a_timeout_raised_by_the_cycle_itself_ends_failed_not_budget_exceeded() -> None:
     error = TimeoutError("connect timeout")
     cycle = FakeCycle(error)
     async with running_loop(cycle, max_cycle_seconds=30.0) as running:
@@ -239,7 +250,7 @@ async def test_a_timeout_raised_by_the_cycle_itself_is_not_reported_as_budget_ex
         await running.hooks.next_outcome()
         await running.stopped()
 
-    assert running.hooks.failed == [(error, False)]
+    assert _ends(running.hooks.failed) == [(CycleOutcome.FAILED, error)]
 
 
 # -- stopping -------------------------------------------------------------------------------
@@ -294,7 +305,7 @@ async def test_on_stop_the_cycle_in_flight_may_complete_within_the_shutdown_grac
     assert running.hooks.stopped is True
 
 
-async def test_past_the_shutdown_grace_the_cycle_in_flight_is_cancelled_and_reported_failed() -> (
+async def test_past_the_shutdown_grace_the_cycle_in_flight_is_cancelled_and_ends_interrupted() -> (
     None
 ):
     cycle = FakeCycle(BLOCK)  # never released: only the 0.05 s grace can end it
@@ -306,10 +317,9 @@ async def test_past_the_shutdown_grace_the_cycle_in_flight_is_cancelled_and_repo
 
     assert cycle.cancelled.is_set()
     assert running.hooks.completed == []
-    assert len(running.hooks.failed) == 1
-    error, budget_exceeded = running.hooks.failed[0]
-    assert isinstance(error, CycleCancelledError)
-    assert budget_exceeded is False
+    ((outcome, error),) = _ends(running.hooks.failed)
+    assert outcome is CycleOutcome.INTERRUPTED
+    assert isinstance(error, asyncio.CancelledError)
     assert stats == LoopStats(cycles_completed=0, cycles_failed=1, ticks_skipped=0)
     assert running.hooks.stopped is True
 
@@ -328,8 +338,7 @@ async def test_a_second_stop_request_cancels_the_cycle_at_once_even_with_a_long_
 
     assert running.stop.forced.is_set()
     assert cycle.cancelled.is_set()
-    assert len(running.hooks.failed) == 1
-    assert isinstance(running.hooks.failed[0][0], CycleCancelledError)
+    assert [outcome for outcome, _ in _ends(running.hooks.failed)] == [CycleOutcome.INTERRUPTED]
     assert stats == LoopStats(cycles_completed=0, cycles_failed=1, ticks_skipped=0)
     assert running.hooks.stopped is True
 

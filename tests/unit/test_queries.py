@@ -1,4 +1,5 @@
-"""The named statements of the store's .sql files: all loaded, none empty, names checked."""
+"""The named statements of the product's .sql files (the store's and the quarantine's): all
+loaded, none empty, names checked."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from importlib.resources import files
 import pytest
 from benchmarks.store import bench_query
 
-from slot_expiration.store.queries import load_queries, parse_queries, query
+from slot_expiration.store.statements import load_queries, parse_queries, query
 
 USED_BY_SLOT_STORE = (
     "expire_batch",
@@ -22,22 +23,23 @@ USED_BY_SLOT_STORE = (
 
 
 SQL_FILES = (
-    "history.sql",
-    "migrate.sql",
-    "privileges.sql",
-    "quarantine.sql",
-    "queries.sql",
-    "schema.sql",
-    "session.sql",
-    "slot_context.sql",
-    "status.sql",
+    ("slot_expiration.store", "history.sql"),
+    ("slot_expiration.store", "migrate.sql"),
+    ("slot_expiration.store", "privileges.sql"),
+    ("slot_expiration.quarantine", "quarantine.sql"),
+    ("slot_expiration.store", "cycle.sql"),
+    ("slot_expiration.store", "schema.sql"),
+    ("slot_expiration.store", "session.sql"),
+    ("slot_expiration.store", "slot_context.sql"),
+    ("slot_expiration.store", "status.sql"),
 )
 # The statements that pick, count or explain the due slots: one selection for all.
 SELECTION_STATEMENTS = ("expire_batch", "lock_batch", "status_explain_selection")
 
 
-def _names_declared_in(file_name: str) -> list[str]:
-    text = files("slot_expiration.store").joinpath(file_name).read_text(encoding="utf-8")
+def _names_declared_in(place: tuple[str, str]) -> list[str]:
+    package, file_name = place
+    text = files(package).joinpath(file_name).read_text(encoding="utf-8")
     return re.findall(r"^--\s*name:\s*(\S+)", text, flags=re.MULTILINE)
 
 
@@ -49,8 +51,13 @@ def test_every_statement_named_in_every_sql_file_is_loaded() -> None:
     assert sorted(load_queries()) == sorted(declared)
 
 
-def test_the_store_package_holds_no_other_sql_file_than_those_listed() -> None:
-    found = [e.name for e in files("slot_expiration.store").iterdir() if e.name.endswith(".sql")]
+def test_the_packages_hold_no_other_sql_file_than_those_listed() -> None:
+    found = [
+        (package, entry.name)
+        for package in ("slot_expiration.store", "slot_expiration.quarantine")
+        for entry in files(package).iterdir()
+        if entry.name.endswith(".sql")
+    ]
 
     assert sorted(found) == sorted(SQL_FILES)
 
@@ -78,7 +85,7 @@ def test_the_benchmarks_statements_live_beside_it_not_in_the_store() -> None:
 
 @pytest.mark.parametrize("name", SELECTION_STATEMENTS)
 def test_every_statement_of_the_selection_holds_the_one_pick_fragment_verbatim(name: str) -> None:
-    """The pick is written once (queries.sql, fragment pick_due_slots): a statement
+    """The pick is written once (cycle.sql, fragment pick_due_slots): a statement
     that picked, counted or explained the due slots its own way would fail here."""
     pick = parse_queries("-- name: probe\n-- include: pick_due_slots\n", *_store_sql_texts())[
         "probe"
@@ -99,8 +106,7 @@ def test_the_skipped_count_reads_the_same_predicate_as_the_pick() -> None:
 
 def _store_sql_texts() -> list[str]:
     return [
-        files("slot_expiration.store").joinpath(name).read_text(encoding="utf-8")
-        for name in SQL_FILES
+        files(package).joinpath(name).read_text(encoding="utf-8") for package, name in SQL_FILES
     ]
 
 

@@ -7,14 +7,15 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from uuid import uuid4
 
-from slot_expiration.cycle import ClockSkewError
+from slot_expiration.cycle import ClockSkewError, CycleEnded
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.store.errors import (
     MisconfiguredStoreError,
     SchemaMissingError,
     TransientStoreError,
 )
 from slot_expiration.telemetry.readiness import Readiness
-from tests.support.results import cycle_result
+from tests.support.results import cycle_result, ended
 
 LATEST = "0002"
 
@@ -111,13 +112,12 @@ async def test_a_cycle_refused_for_the_clock_or_a_grant_makes_it_unready_until_a
     readiness = _answering(LATEST)
     run_id = uuid4()
 
-    readiness.cycle_failed(run_id, ClockSkewError(7_200.0, 30.0), budget_exceeded=False)
+    readiness(ended(CycleOutcome.CLOCK_SKEW, ClockSkewError(7_200.0, 30.0), run_id=run_id))
     skewed = await readiness.report()
-    readiness.cycle_failed(
-        run_id, TransientStoreError("server closed the connection", "08006"), budget_exceeded=False
-    )
+    transient = TransientStoreError("server closed the connection", "08006")
+    readiness(ended(CycleOutcome.FAILED, transient, run_id=run_id))
     still = await readiness.report()
-    readiness.cycle_completed(cycle_result())
+    readiness(CycleEnded(cycle_result()))
     recovered = await readiness.report()
 
     assert not skewed.ready
@@ -130,7 +130,7 @@ async def test_the_reason_of_a_misconfigured_cycle_is_served_as_the_server_said_
     readiness = Readiness(_revision_at(LATEST), LATEST)
     error = MisconfiguredStoreError('password authentication failed for user "x"', "28P01")
 
-    readiness.cycle_failed(uuid4(), error, budget_exceeded=False)
+    readiness(ended(CycleOutcome.MISCONFIGURED, error))
     report = await readiness.report()
 
     assert not report.ready

@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.quarantine.store import QuarantineListing
 from slot_expiration.status.check import (
     BACKLOG_WARNING_ABOVE,
     NO_SUCCESS_INTERVALS,
@@ -23,8 +25,7 @@ from slot_expiration.status.report import (
     StatusReport,
     Unreadable,
 )
-from slot_expiration.store.history_store import BacklogPoint, CycleOutcome
-from slot_expiration.store.quarantine_store import QuarantineListing
+from slot_expiration.store.history_store import BacklogPoint
 from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.store.status_store import SchemaState
 from tests.support.history import cycle_record

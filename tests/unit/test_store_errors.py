@@ -14,7 +14,7 @@ from slot_expiration.store.errors import (
     MisconfiguredStoreError,
     RowRejectedError,
     SchemaMissingError,
-    SlotStoreError,
+    StoreError,
     TransientStoreError,
     family_of,
     first_line,
@@ -99,11 +99,19 @@ def test_translate_gives_the_typed_error_of_the_family_with_its_sqlstate(
 @pytest.mark.parametrize(
     ("sqlstate", "rejects_the_row"),
     [
-        ("22001", True), ("22P02", True), ("23502", True), ("23505", True), ("P0001", True),
-        ("08006", False), ("40001", False), ("42P01", False), ("P0002", False), ("", False),
+        ("22001", True),
+        ("22P02", True),
+        ("23502", True),
+        ("23505", True),
+        ("P0001", True),
+        ("08006", False),
+        ("40001", False),
+        ("42P01", False),
+        ("P0002", False),
+        ("", False),
         (None, False),
     ],
-)  # fmt: skip
+)
 def test_is_row_rejection_is_true_only_for_classes_22_23_and_p0001(
     sqlstate: str | None, rejects_the_row: bool
 ) -> None:
@@ -169,11 +177,11 @@ def test_a_refused_login_is_classified_by_the_sqlstate_its_message_stands_for(
 
 @pytest.mark.parametrize("sqlstate", ["23505", "42P01", "08006"])
 def test_every_translated_error_is_a_slot_store_error(sqlstate: str) -> None:
-    assert isinstance(translate(_psycopg_error(sqlstate)), SlotStoreError)
+    assert isinstance(translate(_psycopg_error(sqlstate)), StoreError)
 
 
 def test_an_error_of_the_store_itself_has_no_family() -> None:
-    assert SlotStoreError("statement returned 2 rows, expected 1").family is None
+    assert StoreError("statement returned 2 rows, expected 1").family is None
 
 
 def test_first_line_keeps_only_the_first_non_empty_line_stripped() -> None:

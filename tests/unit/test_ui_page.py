@@ -8,10 +8,11 @@ from datetime import timedelta
 
 import pytest
 
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.quarantine.store import FailedSlot, QuarantineListing
 from slot_expiration.status.report import CycleSummary, Unreadable
 from slot_expiration.store import TransientStoreError
-from slot_expiration.store.history_store import BacklogPoint, CycleOutcome
-from slot_expiration.store.quarantine_store import FailedSlot, QuarantineListing
+from slot_expiration.store.history_store import BacklogPoint
 from slot_expiration.telemetry.http_server import Request
 from slot_expiration.ui.chart import backlog_chart, nice_ceiling
 from slot_expiration.ui.page import render_page
@@ -35,8 +36,11 @@ def test_the_y_axis_ends_on_a_round_number_at_or_above_the_highest_point(
 
 def test_the_chart_places_points_in_time_and_draws_the_alert_line_when_within_scale() -> None:
     start = AS_OF - timedelta(hours=6)
-    points = [BacklogPoint(start, 0), BacklogPoint(AS_OF - timedelta(hours=3), 6_000),
-              BacklogPoint(AS_OF, 3)]  # fmt: skip
+    points = [
+        BacklogPoint(start, 0),
+        BacklogPoint(AS_OF - timedelta(hours=3), 6_000),
+        BacklogPoint(AS_OF, 3),
+    ]
 
     chart = backlog_chart(points, start, AS_OF)
     small = backlog_chart([BacklogPoint(AS_OF, 40)], start, AS_OF)

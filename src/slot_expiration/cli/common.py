@@ -12,9 +12,7 @@ from typing import Any, TypeVar
 from pydantic_settings import BaseSettings
 
 from slot_expiration.cli.errors import ExitCode, fail, reject
-from slot_expiration.cycle import ClockSkewError
 from slot_expiration.domain import SlotRuleError
-from slot_expiration.loop import CycleBudgetExceededError
 from slot_expiration.options import (
     ENV_PREFIX,
     DatabaseOptions,
@@ -22,7 +20,7 @@ from slot_expiration.options import (
     load_settings,
     redact_url,
 )
-from slot_expiration.store import ErrorFamily, SchemaMissingError, SlotStoreError
+from slot_expiration.store import ErrorFamily, SchemaMissingError, StoreError
 from slot_expiration.store.errors import SchemaFix
 from slot_expiration.store.privileges import GrantRefusedError
 from slot_expiration.store.schema_location import slot_table_elsewhere
@@ -60,17 +58,17 @@ def guarded(action: Callable[[], T], options: DatabaseOptions) -> T:
         reject(exc.code, str(exc))
     except GrantRefusedError as exc:
         fail(str(exc), ExitCode.USAGE)
-    except SlotStoreError as exc:
+    except StoreError as exc:
         fail(store_failure(located(exc, options), url), ExitCode.FAILURE)
     except asyncio.CancelledError:
         fail("interrupted", ExitCode.INTERRUPTED)
     except TracingConfigError as exc:
         fail(str(exc), ExitCode.USAGE)
-    except (ClockSkewError, CycleBudgetExceededError, EndpointError) as exc:
+    except EndpointError as exc:
         fail(str(exc), ExitCode.FAILURE)
 
 
-def located(exc: SlotStoreError, options: DatabaseOptions) -> SlotStoreError:
+def located(exc: StoreError, options: DatabaseOptions) -> StoreError:
     """A missing table that migrate would create, unless availability_slots lives in a
     schema the search_path misses: then that, and how to point at it."""
     if not isinstance(exc, SchemaMissingError) or exc.fix is SchemaFix.CALENDAR:
@@ -78,7 +76,7 @@ def located(exc: SlotStoreError, options: DatabaseOptions) -> SlotStoreError:
     return slot_table_elsewhere(options.require_database_url()) or exc
 
 
-def store_failure(exc: SlotStoreError, url: str) -> str:
+def store_failure(exc: StoreError, url: str) -> str:
     """The one line for a store error: where, what, its SQLSTATE, and whether waiting
     may help (transient) or a person must act (misconfigured)."""
     code = f" (SQLSTATE {exc.sqlstate})" if exc.sqlstate else ""

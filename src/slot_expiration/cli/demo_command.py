@@ -6,46 +6,39 @@ import asyncio
 import logging
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from slot_expiration.cli.common import guarded, settings_from
 from slot_expiration.cli.errors import ExitCode, fail
+from slot_expiration.cli.option_flags import options
 from slot_expiration.demo import DemoPlan, run_demo
 from slot_expiration.embedded import EmbeddedPostgres, EmbeddedPostgresError
 from slot_expiration.loop import terminate_as_interrupt
-from slot_expiration.options import LogFormat, WorkerOptions
+from slot_expiration.options import DemoOptions, LogFormat, WorkerOptions
 from slot_expiration.telemetry import configure_logging
 
 T = TypeVar("T")
 
 
 @click.command()
-@click.option(
-    "--database-url",
-    help="Use this database instead of a private embedded server (it gets demo rows).",
+@options(
+    DemoOptions,
+    "database_url",
+    "interval_seconds",
+    "max_cycles",
+    "metrics_addr",
+    environment=False,
 )
-@click.option("--interval-seconds", type=float, default=1.0, show_default=True,
-              help="Seconds between ticks.")  # fmt: skip
-@click.option("--max-cycles", type=click.IntRange(min=1), default=6, show_default=True,
-              help="Stop after this many cycles (or once the backlog is gone).")  # fmt: skip
-@click.option("--metrics-addr", default="127.0.0.1:0", show_default=True,
-              help="host:port of /metrics, /healthz and /readyz while the demo runs; "
-                   "port 0 picks a free one, '' turns them off.")  # fmt: skip
-def demo(
-    database_url: str | None, interval_seconds: float, max_cycles: int, metrics_addr: str
-) -> None:
-    """Start a private PostgreSQL, seed demo slots, run the worker a few cycles, show counts."""
-    options = settings_from(
-        WorkerOptions,
-        environment=False,
-        database_url=database_url,
-        interval_seconds=interval_seconds,
-        metrics_addr=metrics_addr,
-    )
+def demo(**given: Any) -> None:
+    """Start a private PostgreSQL, seed demo slots, run the worker a few cycles, show counts.
+
+    With --database-url it runs on that database instead (it gets demo rows).
+    """
+    options = settings_from(DemoOptions, environment=False, **given)
     configure_logging(LogFormat.CONSOLE, level=logging.WARNING)
-    plan = DemoPlan(max_cycles=max_cycles)
+    plan = DemoPlan(max_cycles=options.max_cycles)
     if options.database_url is not None:
         guarded(lambda: asyncio.run(run_demo(options, plan, sys.stdout)), options)
         return

@@ -1,8 +1,8 @@
-"""Each option's flag, variable, help text and README row, derived from its model's field.
+"""Each option's flag, variable, help text and row of docs/options.md, from its model's field.
 
 The models (options/settings.py, slots/options.py) are the one source: a field's
 type, range, default and description become its click option here and its row
-of the README's options table (a test holds the README equal to
+of the options table in docs/options.md (a test holds the file equal to
 `options_table()`; `python -m slot_expiration.cli.option_flags` prints it).
 """
 
@@ -18,6 +18,7 @@ import annotated_types
 import click
 from pydantic import SecretStr
 from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings
 
 from slot_expiration.options import (
     ENV_PREFIX,
@@ -25,6 +26,7 @@ from slot_expiration.options import (
     DatabaseOptions,
     StatusOptions,
     UiOptions,
+    Unit,
     WorkerOptions,
     flag_name,
 )
@@ -37,7 +39,7 @@ def _own_fields(model: type[DatabaseOptions], base: type[DatabaseOptions]) -> li
     return [name for name in model.model_fields if name not in base.model_fields]
 
 
-# Which commands read which option (the README's last column); every command
+# Which commands read which option (the table's last column); every command
 # reads only the fields of its own model.
 COMMANDS: Final[Mapping[str, tuple[str, ...]]] = {
     **dict.fromkeys(
@@ -61,7 +63,7 @@ def variable(name: str) -> str:
     return f"{ENV_PREFIX}{name.upper()}"
 
 
-def _field(model: type[DatabaseOptions], name: str) -> FieldInfo:
+def _field(model: type[BaseSettings], name: str) -> FieldInfo:
     return model.model_fields[name]
 
 
@@ -118,16 +120,18 @@ def help_text(field: FieldInfo) -> str:
     return f"{field.description} Allowed: {allowed_text(field)}. [default: {default_text(field)}]"
 
 
-def option(model: type[DatabaseOptions], name: str) -> Callable[[F], F]:
-    """The click option of a model's field: its flag and variable, its help from the
-    field. Click only reads the text (and the variable); the model checks the value,
-    so a flag and a variable obey the same rules and name both in their errors."""
+def option(model: type[BaseSettings], name: str, *, environment: bool = True) -> Callable[[F], F]:
+    """The click option of a model's field: its flag and (unless the command reads no
+    environment) its variable, its help from the field. Click only reads the text; the
+    model checks the value, so a flag and a variable obey the same rules and name both
+    in their errors."""
     field = _field(model, name)
     long = flag_name(model, name)
     if long is None:
         raise ValueError(f"{name} is read from {variable(name)} only: it has no flag")
-    common: dict[str, Any] = {"envvar": variable(name), "show_envvar": True}
-    common["help"] = help_text(field)
+    common: dict[str, Any] = {"help": help_text(field)}
+    if environment:
+        common |= {"envvar": variable(name), "show_envvar": True}
     kind = field.annotation
     if kind is bool:
         return click.option(f"{long}/--no-{long[2:]}", name, default=None, **common)
@@ -138,20 +142,21 @@ def option(model: type[DatabaseOptions], name: str) -> Callable[[F], F]:
 
 
 def _metavar(field: FieldInfo) -> str:
-    kind = field.annotation
-    if kind is int:
+    """The field's unit (options/settings.py, `Unit`), else its type's name."""
+    unit = next((item for item in field.metadata if isinstance(item, Unit)), None)
+    if unit is not None:
+        return unit.metavar
+    if field.annotation is int:
         return "INTEGER"
-    if kind is float:
-        return "SECONDS" if "second" in (field.description or "").lower() else "NUMBER"
-    return "TEXT"
+    return "NUMBER" if field.annotation is float else "TEXT"
 
 
-def options(model: type[DatabaseOptions], *names: str) -> Callable[[F], F]:
+def options(model: type[BaseSettings], *names: str, environment: bool = True) -> Callable[[F], F]:
     """Several options of one model, in the order given (as --help lists them)."""
 
     def decorate(command: F) -> F:
         for name in reversed(names):
-            command = option(model, name)(command)
+            command = option(model, name, environment=environment)(command)
         return command
 
     return decorate
@@ -178,7 +183,7 @@ def unknown_variable_warnings(environ: Mapping[str, str] | None = None) -> list[
 
 
 def options_table() -> str:
-    """The README's options table, one row per option of every command."""
+    """The options table of docs/options.md, one row per option of every command."""
     rows = [
         "| flag | environment variable | default | allowed | meaning | commands |",
         "|---|---|---|---|---|---|",

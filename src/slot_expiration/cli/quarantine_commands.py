@@ -17,14 +17,23 @@ from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cli.option_flags import options
 from slot_expiration.domain import utc_now
 from slot_expiration.options import DatabaseOptions
+from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
+from slot_expiration.quarantine import (
+    EndedEntry,
+    ListingFilter,
+    QuarantineListing,
+    QuarantineStore,
+)
 from slot_expiration.status.wording import count_of, one_line
-from slot_expiration.store import ApplicationName, QuarantineStore, TransactionLimits
-from slot_expiration.store.quarantine_store import EndedEntry, ListingFilter, QuarantineListing
+from slot_expiration.store import ApplicationName, TransactionLimits
+from slot_expiration.store.session import milliseconds
 from slot_expiration.store.status_store import StatusStore
 
 # An operator's retry or park is one short statement: it must not wait long behind a
 # cycle's lock.
-COMMAND_LIMITS = TransactionLimits(statement_timeout_ms=10_000, lock_timeout_ms=2_000)
+COMMAND_LIMITS = TransactionLimits(
+    statement_timeout_ms=10_000, lock_timeout_ms=milliseconds(DEFAULT_LOCK_TIMEOUT_SECONDS)
+)
 _SQLSTATE = re.compile(r"[0-9A-Z]{5}")
 T = TypeVar("T")
 
@@ -50,8 +59,13 @@ def _sqlstate(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="Entries that ended instead (expired, or left Available another way), as kept "
     "for the history's retention.",
 )
-@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
-              help="Show at most this many.")  # fmt: skip
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Show at most this many.",
+)
 @click.option("--json", "json_output", is_flag=True, help="Print one JSON array.")
 def list_command(
     database_url: str | None,
@@ -68,10 +82,10 @@ def list_command(
     url = required_url(settings)
     where = ListingFilter(sqlstate, tenant_id)
     if history:
-        ended = guarded(lambda: _read(url, lambda s: s.quarantine.ended(limit, where)), settings)
+        ended = guarded(lambda: _read(url, lambda q: q.ended(limit, where)), settings)
         _print_ended(ended, json_output)
         return
-    listing = guarded(lambda: _read(url, lambda s: s.quarantine.listing(limit, where)), settings)
+    listing = guarded(lambda: _read(url, lambda q: q.listing(limit, where)), settings)
     _print_listing(listing, json_output)
 
 
@@ -90,8 +104,9 @@ def retry(
         fail("give slot ids or --all (not both)", ExitCode.USAGE)
     settings = settings_from(DatabaseOptions, database_url=database_url, schema=schema)
     url = required_url(settings)
-    found = guarded(lambda: _change(url, lambda s: s.retry(slot_ids, utc_now(), every=every)),
-                    settings)  # fmt: skip
+    found = guarded(
+        lambda: _change(url, lambda s: s.retry(slot_ids, utc_now(), every=every)), settings
+    )
     click.echo(f"{count_of(len(found), 'quarantined slot')} due now; the next cycle retries them")
 
 
@@ -110,10 +125,10 @@ def park(slot_ids: tuple[UUID, ...], database_url: str | None, schema: str | Non
     )
 
 
-def _read(url: str, read: Callable[[StatusStore], Awaitable[T]]) -> T:
+def _read(url: str, read: Callable[[QuarantineStore], Awaitable[T]]) -> T:
     async def reading() -> T:
         async with StatusStore.connect(url, ApplicationName.STATUS) as store:
-            return await read(store)
+            return await read(QuarantineStore(store.session))
 
     return asyncio.run(reading())
 

@@ -98,13 +98,28 @@ def slots() -> None:
     "starting in the future)."
 )
 @tenant_option
-@click.option("--consultant", "consultant_id", type=click.UUID, required=True,
-              help="The consultant whose slots these are.")  # fmt: skip
-@click.option("--slot", "slot_ranges", callback=as_slot_range, multiple=True, metavar="START/END",
-              help="A slot as START/END, ISO-8601 (no offset: UTC); repeat for more.")  # fmt: skip
-@click.option("--from-file", "from_file", type=click.File("rb"),
-              help=f"A UTF-8 file of at most {MAX_FILE_BYTES // 1024**2} MiB, one START/END "
-                   "per line ('-' reads stdin).")  # fmt: skip
+@click.option(
+    "--consultant",
+    "consultant_id",
+    type=click.UUID,
+    required=True,
+    help="The consultant whose slots these are.",
+)
+@click.option(
+    "--slot",
+    "slot_ranges",
+    callback=as_slot_range,
+    multiple=True,
+    metavar="START/END",
+    help="A slot as START/END, ISO-8601 (no offset: UTC); repeat for more.",
+)
+@click.option(
+    "--from-file",
+    "from_file",
+    type=click.File("rb"),
+    help=f"A UTF-8 file of at most {MAX_FILE_BYTES // 1024**2} MiB, one START/END "
+    "per line ('-' reads stdin).",
+)
 @option(PublicationOptions, "horizon_days")
 @database_options
 @json_option
@@ -117,8 +132,9 @@ def publish(
     **given: Any,
 ) -> None:
     if bool(slot_ranges) == (from_file is not None):
-        fail("give the slots with --slot START/END (repeatable) or --from-file PATH",
-             ExitCode.USAGE)  # fmt: skip
+        fail(
+            "give the slots with --slot START/END (repeatable) or --from-file PATH", ExitCode.USAGE
+        )
     batch = list(slot_ranges) if from_file is None else read_ranges(from_file)
     settings = settings_from(PublicationOptions, **given)
     published = run_operation(
@@ -146,14 +162,24 @@ def book(slot_id: UUID, tenant_id: UUID, json_output: bool, **given: Any) -> Non
 
 @slots.command()
 @tenant_option
-@click.option("--consultant", "consultant_id", type=click.UUID,
-              help="Only this consultant's slots.")  # fmt: skip
+@click.option(
+    "--consultant", "consultant_id", type=click.UUID, help="Only this consultant's slots."
+)
 @from_option
 @to_option
-@click.option("--limit", type=click.IntRange(1, MAX_PAGE_SIZE), default=DEFAULT_PAGE_SIZE,
-              show_default=True, help="Slots per page.")  # fmt: skip
-@click.option("--after", callback=as_cursor, metavar="CURSOR",
-              help="The cursor of the previous page: the next page starts after it.")  # fmt: skip
+@click.option(
+    "--limit",
+    type=click.IntRange(1, MAX_PAGE_SIZE),
+    default=DEFAULT_PAGE_SIZE,
+    show_default=True,
+    help="Slots per page.",
+)
+@click.option(
+    "--after",
+    callback=as_cursor,
+    metavar="CURSOR",
+    help="The cursor of the previous page: the next page starts after it.",
+)
 @lead_time_option
 @database_options
 @json_option
@@ -188,11 +214,20 @@ def showcase(
 
 @slots.command(name="list")
 @tenant_option
-@click.option("--consultant", "consultant_id", type=click.UUID, required=True,
-              help="The consultant whose slots to list.")  # fmt: skip
-@click.option("--status", "statuses", multiple=True,
-              type=click.Choice([s.value for s in SlotStatus], case_sensitive=False),
-              help="Only these statuses (repeatable). [default: Available, Booked]")  # fmt: skip
+@click.option(
+    "--consultant",
+    "consultant_id",
+    type=click.UUID,
+    required=True,
+    help="The consultant whose slots to list.",
+)
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice([s.value for s in SlotStatus], case_sensitive=False),
+    help="Only these statuses (repeatable). [default: Available, Booked]",
+)
 @from_option
 @to_option
 @database_options

@@ -17,7 +17,7 @@ from slot_expiration.options import DatabaseOptions, StatusOptions
 from slot_expiration.status import StatusReport, collect_status, render_text
 from slot_expiration.status.check import Level, judge
 from slot_expiration.status.report import EXPLAINED_BATCH_SIZE
-from slot_expiration.store import SlotStoreError
+from slot_expiration.store import StoreError
 
 
 @click.command()
@@ -76,7 +76,7 @@ def _checked(
     """The report; a database that cannot be read is itself the check's answer."""
     try:
         return collect()
-    except SlotStoreError as exc:
+    except StoreError as exc:
         _critical(store_failure_line(located(exc, settings), url))
 
 

@@ -15,8 +15,8 @@ from slot_expiration.cli.option_flags import options
 from slot_expiration.domain import utc_now
 from slot_expiration.loop import StopSignal, stop_on_signals
 from slot_expiration.options import UiOptions
-from slot_expiration.store import SlotStoreError
-from slot_expiration.ui.errors import UiServeError
+from slot_expiration.store import StoreError
+from slot_expiration.ui import UiServeError
 
 
 @click.command()
@@ -59,7 +59,7 @@ async def _serve(settings: UiOptions, url: str) -> None:
             await stop.requested.wait()
 
 
-def _failure(exc: SlotStoreError, url: str) -> str:
+def _failure(exc: StoreError, url: str) -> str:
     return store_failure(exc, url)
 
 

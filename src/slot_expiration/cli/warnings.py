@@ -9,7 +9,7 @@ import structlog
 
 from slot_expiration.cli.errors import PROGRAM
 from slot_expiration.cli.option_flags import unknown_variable_warnings
-from slot_expiration.telemetry import Event
+from slot_expiration.telemetry import LogEvent
 
 # These log on stderr, one JSON object per line: they tell through a log event.
 LOGGING_COMMANDS = frozenset({"once", "run"})
@@ -23,4 +23,4 @@ def print_unknown_variables() -> None:
 def log_unknown_variables() -> None:
     log = structlog.get_logger("slot_expiration")
     for line in unknown_variable_warnings():
-        log.warning(Event.UNKNOWN_VARIABLE, detail=line)
+        log.warning(LogEvent.UNKNOWN_VARIABLE, detail=line)

@@ -13,8 +13,8 @@ from slot_expiration.cli.common import guarded, required_url, settings_from, sto
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cli.option_flags import options
 from slot_expiration.cli.warnings import log_unknown_variables
-from slot_expiration.cycle import CycleResult
-from slot_expiration.loop import CycleBudgetExceededError
+from slot_expiration.cycle import CycleFailed, CycleResult
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.options import (
     CycleOptions,
     MigrateOptions,
@@ -22,10 +22,10 @@ from slot_expiration.options import (
     WorkerOptions,
 )
 from slot_expiration.status.wording import count_of
-from slot_expiration.store import SlotStoreError
+from slot_expiration.store import StoreError
 from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.telemetry import configure_logging
-from slot_expiration.worker import CycleCutShortError, run_once, run_worker
+from slot_expiration.worker import run_once, run_worker
 from slot_expiration.worker.open_files import raise_open_files_limit
 
 if TYPE_CHECKING:
@@ -149,34 +149,37 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
         result = guarded(
             lambda: asyncio.run(run_once(settings, moment, as_of_is_now=as_of is None)), settings
         )
-    except CycleCutShortError as cut:
+    except CycleFailed as failed:
         if json_output:
-            click.echo(json.dumps(cut.partial.summary()))
-        code = ExitCode.INTERRUPTED if cut.interrupted else ExitCode.FAILURE
-        fail(cut_short_line(cut, settings), code)
+            click.echo(json.dumps(failed.ended.result.summary()))
+        interrupted = failed.outcome is CycleOutcome.INTERRUPTED
+        code = ExitCode.INTERRUPTED if interrupted else ExitCode.FAILURE
+        fail(cut_short_line(failed, settings), code)
     click.echo(json.dumps(result.summary()) if json_output else _one_line(result))
 
 
-def cut_short_line(cut: CycleCutShortError, settings: CycleOptions) -> str:
+def cut_short_line(failed: CycleFailed, settings: CycleOptions) -> str:
     """What stopped the cycle, with its SQLSTATE and fix, and what did commit."""
-    tally = cut.partial
-    committed = f"{count_of(tally.expired_count, 'row')} expired in " + (
-        count_of(tally.batches, "committed batch", "committed batches")
+    partial = failed.ended.result
+    committed = f"{count_of(partial.expired_count, 'row')} expired in " + (
+        count_of(partial.batches, "committed batch", "committed batches")
     )
-    in_flight = "the batch in flight was rolled back" if cut.in_flight else "no batch was in flight"
-    failure = cut.failure
-    if cut.interrupted:
+    in_flight = (
+        "the batch in flight was rolled back"
+        if failed.ended.batch_in_flight
+        else "no batch was in flight"
+    )
+    if failed.outcome is CycleOutcome.INTERRUPTED:
         return f"interrupted: {committed}; {in_flight}"
-    if isinstance(failure, CycleBudgetExceededError):
-        return f"the cycle ran past its budget of {failure.budget_seconds:g} s: {committed}; " + (
-            in_flight
-        )
+    if failed.outcome is CycleOutcome.BUDGET_EXCEEDED:
+        budget = settings.max_cycle_seconds
+        return f"the cycle ran past its budget of {budget:g} s: {committed}; {in_flight}"
     cause = (
-        store_failure(failure, required_url(settings))
-        if isinstance(failure, SlotStoreError)
-        else str(failure)
+        store_failure(failed.error, required_url(settings))
+        if isinstance(failed.error, StoreError)
+        else str(failed)
     )
-    return cause if tally.batches == 0 else f"{cause}; before it, {committed}; {in_flight}"
+    return cause if partial.batches == 0 else f"{cause}; before it, {committed}; {in_flight}"
 
 
 def _one_line(result: CycleResult) -> str:

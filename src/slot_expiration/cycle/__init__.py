@@ -1,45 +1,56 @@
-"""One cycle of the worker: one batch (or, draining, several), one result."""
+"""One cycle of the worker: one batch (or, draining, several), under its budget, one result,
+told as events."""
 
-from slot_expiration.cycle.backoff import PoisonBackoff
-from slot_expiration.cycle.expiry_cycle import ExpiryCycle, StoreFactory, misconfigured
-from slot_expiration.cycle.failure import (
-    ClockSkewError,
-    CycleCancelledError,
-    FailureKind,
-    failure_kind,
-    sqlstate_of,
+from slot_expiration.cycle.budget import Cycle, run_cycle
+from slot_expiration.cycle.events import (
+    BacklogMeasured,
+    BatchCommitted,
+    BatchStarted,
+    ClockCompared,
+    CycleEnded,
+    CycleEvent,
+    CycleStarted,
+    EmitCycleEvent,
+    describe,
 )
+from slot_expiration.cycle.expiry_cycle import ExpiryCycle, StoreFactory, misconfigured
+from slot_expiration.cycle.failure import ClockSkewError, CycleFailed, outcome_of, sqlstate_of
 from slot_expiration.cycle.limits import CycleLimits
 from slot_expiration.cycle.result import (
     BACKLOG_COUNT_CAP,
     FAILED_SAMPLE_SIZE,
     BatchResult,
+    CycleProgress,
     CycleResult,
-    CycleTally,
-    ItemFailure,
     StopReason,
 )
-from slot_expiration.cycle.run import BatchObserver, CycleRun, NoBatchObserver
+from slot_expiration.cycle.run import CycleRun
 
 __all__ = [
     "BACKLOG_COUNT_CAP",
     "FAILED_SAMPLE_SIZE",
-    "BatchObserver",
+    "BacklogMeasured",
+    "BatchCommitted",
     "BatchResult",
+    "BatchStarted",
+    "ClockCompared",
     "ClockSkewError",
-    "CycleCancelledError",
+    "Cycle",
+    "CycleEnded",
+    "CycleEvent",
+    "CycleFailed",
     "CycleLimits",
+    "CycleProgress",
     "CycleResult",
     "CycleRun",
-    "CycleTally",
+    "CycleStarted",
+    "EmitCycleEvent",
     "ExpiryCycle",
-    "FailureKind",
-    "ItemFailure",
-    "NoBatchObserver",
-    "PoisonBackoff",
     "StopReason",
     "StoreFactory",
-    "failure_kind",
+    "describe",
     "misconfigured",
+    "outcome_of",
+    "run_cycle",
     "sqlstate_of",
 ]

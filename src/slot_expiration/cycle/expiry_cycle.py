@@ -10,28 +10,34 @@ from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 
+from slot_expiration.cycle.events import (
+    BacklogMeasured,
+    BatchCommitted,
+    BatchStarted,
+    ClockCompared,
+)
 from slot_expiration.cycle.failure import ClockSkewError
 from slot_expiration.cycle.limits import CycleLimits
 from slot_expiration.cycle.result import (
     BACKLOG_COUNT_CAP,
     BatchResult,
     CycleResult,
-    CycleTally,
     StopReason,
 )
-from slot_expiration.cycle.row_by_row import RowByRow, RowByRowOutcome
 from slot_expiration.cycle.run import CycleRun
-from slot_expiration.domain import utc_now
+from slot_expiration.domain import CycleOutcome, utc_now
+from slot_expiration.quarantine import QuarantineStore, RowByRow, RowByRowOutcome
 from slot_expiration.store import (
+    CycleStore,
     LockedBatch,
     MisconfiguredStoreError,
     Position,
     Preflight,
+    Problem,
     RowRejectedError,
     SchemaMissingError,
     Selection,
-    SlotStore,
-    SlotStoreError,
+    StoreError,
     Transaction,
 )
 from slot_expiration.store.errors import (
@@ -44,7 +50,7 @@ from slot_expiration.store.errors import (
 
 SLOT_TABLE = "availability_slots"
 
-StoreFactory = Callable[[], AbstractAsyncContextManager[SlotStore]]
+StoreFactory = Callable[[], AbstractAsyncContextManager[CycleStore]]
 Record = Callable[[BatchResult], None]
 
 
@@ -87,20 +93,22 @@ class ExpiryCycle:
         self._clock = clock
 
     async def run(self, run: CycleRun) -> CycleResult:
+        """The cycle; what it does goes to `run.progress` as it goes, so a failure (raised
+        as is: a store error, a clock ahead) still leaves what committed there."""
         started = self._monotonic()
-        tally = CycleTally(run.run_id, run.as_of)
         async with self._open_store() as store:
             try:
-                skew = await self._preflight(store, run)
-                reason = await self._batches(store, run, tally)
-            except (SlotStoreError, ClockSkewError):
+                await self._preflight(store, run)
+                reason = await self._batches(store, run)
+            except (StoreError, ClockSkewError):
                 await self._measure_backlog_after_failure(store, run)
                 raise
             # Once a stop was asked for, nothing new starts: not even the count.
-            backlog = None if run.stop_requested() else await self._backlog(store, run)
-        return tally.result(self._ms_since(started), reason, backlog, skew)
+            if not run.stop_requested():
+                await self._backlog(store, run)
+        return run.progress.result(CycleOutcome.SUCCESS, self._ms_since(started), reason)
 
-    async def _preflight(self, store: SlotStore, run: CycleRun) -> float:
+    async def _preflight(self, store: CycleStore, run: CycleRun) -> None:
         """Compare the clocks and check the role's grants; end the quarantine entries of
         slots that left Available another way."""
         async with store.transaction():
@@ -108,49 +116,49 @@ class ExpiryCycle:
             preflight = await store.preflight()
             after = self._clock()
             skew = ((before - preflight.server_clock) + (after - preflight.server_clock)) / 2
-            run.observer.clock_compared(run.run_id, skew.total_seconds())
+            run.progress.clock_skew_seconds = skew.total_seconds()
+            run.emit(ClockCompared(run.run_id, skew.total_seconds()))
             if skew.total_seconds() > self._limits.max_clock_skew_seconds:
                 raise ClockSkewError(skew.total_seconds(), self._limits.max_clock_skew_seconds)
             if preflight.problems:
                 raise misconfigured(preflight)
-            await store.quarantine.end_departed(after)
-        return skew.total_seconds()
+            await QuarantineStore(store.session).end_departed(after)
 
-    async def _backlog(self, store: SlotStore, run: CycleRun) -> int:
-        """Count what is left (reported at once), then the quarantine: once per cycle,
-        in one short read-only transaction."""
+    async def _backlog(self, store: CycleStore, run: CycleRun) -> None:
+        """Count what is left, then the quarantine: once per cycle, in one short
+        read-only transaction."""
         async with store.transaction():
             at = None if run.as_of_is_now else run.as_of
             backlog = await store.count_backlog_capped(at, BACKLOG_COUNT_CAP)
-            run.observer.backlog_measured(run.run_id, backlog)
-            quarantined = await store.quarantine.count_active()
-        run.observer.quarantine_measured(run.run_id, quarantined)
-        return backlog
+            quarantined = await QuarantineStore(store.session).count_active()
+        run.progress.backlog = backlog
+        run.emit(BacklogMeasured(run.run_id, backlog, quarantined))
 
-    async def _measure_backlog_after_failure(self, store: SlotStore, run: CycleRun) -> None:
+    async def _measure_backlog_after_failure(self, store: CycleStore, run: CycleRun) -> None:
         """The backlog and quarantine gauges stay true while cycles fail (a role that may
         read but not write, say); if even counting fails, the cycle's own error is what
         matters."""
         if not run.stop_requested():
-            with suppress(SlotStoreError):
+            with suppress(StoreError):
                 await self._backlog(store, run)
 
-    async def _batches(self, store: SlotStore, run: CycleRun, tally: CycleTally) -> StopReason:
+    async def _batches(self, store: CycleStore, run: CycleRun) -> StopReason:
         slowest_per_row = 0.0  # seconds per row asked for, of the slowest batch so far
 
         def record(batch: BatchResult) -> None:
-            tally.add(batch)
-            run.observer.batch_completed(run.run_id, batch)
+            run.progress.add(batch)
+            run.emit(BatchCommitted(run.run_id, batch))
 
         after: Position | None = None  # where the previous batch's window ended
         while True:
-            number = tally.batches + 1
-            run.observer.batch_started(run.run_id, number)
+            number = run.progress.batch_started()
+            run.emit(BatchStarted(run.run_id, number))
             size = self._limits.size_of_batch(number)
             selection = Selection(run.as_of, self._clock(), size, after)
             pending = _Pending(number, self._monotonic(), selection, record)
             batch = await self._batch(store, run, pending)
             if batch is None:  # rejected once a stop was asked for: rolled back, not retried
+                run.progress.batch_in_flight = False
                 return StopReason.STOP_REQUESTED
             after = batch.window_end
             slowest_per_row = max(slowest_per_row, batch.duration_ms / 1000.0 / size)
@@ -179,7 +187,7 @@ class ExpiryCycle:
         return None
 
     async def _batch(
-        self, store: SlotStore, run: CycleRun, pending: _Pending
+        self, store: CycleStore, run: CycleRun, pending: _Pending
     ) -> BatchResult | None:
         """One batch, recorded once it committed (even if a cancel came during COMMIT);
         None when the database rejected it after a stop was asked for: the row-by-row
@@ -220,8 +228,9 @@ class ExpiryCycle:
             expired_total=locked.taken,
         )
 
-    async def _row_by_row(self, store: SlotStore, run: CycleRun, pending: _Pending) -> BatchResult:
-        slow = RowByRow(store, self._limits, self._monotonic)
+    async def _row_by_row(self, store: CycleStore, run: CycleRun, pending: _Pending) -> BatchResult:
+        quarantine = QuarantineStore(store.session)
+        slow = RowByRow(store, quarantine, self._limits.backoff, self._monotonic)
         try:
             outcome = await slow.run(pending.selection, self._top_up_until(run))
         except asyncio.CancelledError:
@@ -265,17 +274,17 @@ def misconfigured(preflight: Preflight) -> MisconfiguredStoreError:
             preflight.slot_table_schemas, preflight.search_path, preflight.role
         )
     problems = "; ".join(preflight.problems)
-    if any(problem.startswith(f"column {SLOT_TABLE}.") for problem in preflight.problems):
+    if preflight.has(Problem.CALENDAR):
         return SchemaMissingError(problems, UNDEFINED_COLUMN, SchemaFix.CALENDAR)
-    if any(problem.startswith(("table ", "column ")) for problem in preflight.problems):
+    if preflight.has(Problem.SCHEMA):
         return SchemaMissingError(problems, UNDEFINED_TABLE, SchemaFix.MIGRATE)
     fixes = []
-    if any(problem.startswith("no ") for problem in preflight.problems):
+    if preflight.has(Problem.GRANT):
         fixes.append(
             "as the owner of availability_slots, run "
             f"`slot-expiration grant --role {preflight.role}`"
         )
-    if any(problem.startswith("row-level security") for problem in preflight.problems):
+    if preflight.has(Problem.ROW_SECURITY):
         fixes.append(
             f"a permissive policy that shows it every row (CREATE POLICY ... ON {SLOT_TABLE} "
             f"TO {preflight.role} USING (true)), or ALTER ROLE {preflight.role} BYPASSRLS "

@@ -1,10 +1,11 @@
-"""Why a cycle failed, in the words every sink (logs, metrics, readiness, traces) uses."""
+"""Why a cycle failed: the one exception that carries a failed cycle's partial result, and
+the outcome each cause gives."""
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-from slot_expiration.store import ErrorFamily, SlotStoreError
+from slot_expiration.cycle.events import CycleEnded, describe
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.store import ErrorFamily, StoreError
 
 
 class ClockSkewError(Exception):
@@ -20,36 +21,35 @@ class ClockSkewError(Exception):
         self.skew_seconds = skew_seconds
 
 
-class FailureKind(StrEnum):
-    """The kind of a failed cycle."""
+class CycleFailed(Exception):  # noqa: N818 - named as the end it carries (CycleEnded)
+    """A cycle that did not complete: how (`outcome`), why (`error`, also the message and
+    the cause), what its committed batches did (`partial`) and whether a batch was in flight
+    (it rolled back). The same facts the cycle's CycleEnded event carried."""
 
-    TRANSIENT = "transient"  # time may cure it: retried at the next tick
-    MISCONFIGURED = "misconfigured"  # a person must act: a login, a grant, a table
-    CLOCK_SKEW = "clock_skew"  # a person must act: the host's clock
-    BUDGET_EXCEEDED = "budget_exceeded"  # ran past its budget: rolled back
-    STOPPED = "stopped"  # abandoned at shutdown: rolled back
+    def __init__(self, ended: CycleEnded) -> None:
+        assert ended.error is not None, "a cycle that failed has a cause"
+        super().__init__(describe(ended.error))
+        self.ended = ended
 
     @property
-    def needs_a_person(self) -> bool:
-        return self in (FailureKind.MISCONFIGURED, FailureKind.CLOCK_SKEW)
+    def outcome(self) -> CycleOutcome:
+        return self.ended.result.outcome
+
+    @property
+    def error(self) -> BaseException:
+        assert self.ended.error is not None
+        return self.ended.error
 
 
-def failure_kind(error: BaseException, *, budget_exceeded: bool) -> FailureKind:
-    if budget_exceeded:
-        return FailureKind.BUDGET_EXCEEDED
+def outcome_of(error: BaseException) -> CycleOutcome:
+    """How a cycle that raised `error` ended (past its budget is the budget's to say)."""
     if isinstance(error, ClockSkewError):
-        return FailureKind.CLOCK_SKEW
-    if isinstance(error, SlotStoreError) and error.family is ErrorFamily.MISCONFIGURED:
-        return FailureKind.MISCONFIGURED
-    if isinstance(error, CycleCancelledError):
-        return FailureKind.STOPPED
-    return FailureKind.TRANSIENT
+        return CycleOutcome.CLOCK_SKEW
+    if isinstance(error, StoreError) and error.family is ErrorFamily.MISCONFIGURED:
+        return CycleOutcome.MISCONFIGURED
+    return CycleOutcome.FAILED
 
 
-def sqlstate_of(error: BaseException) -> str | None:
+def sqlstate_of(error: BaseException | None) -> str | None:
     """The SQLSTATE behind a failure, if the database gave (or implied) one."""
-    return error.sqlstate if isinstance(error, SlotStoreError) else None
-
-
-class CycleCancelledError(Exception):
-    """The cycle was abandoned at shutdown; its batch in flight rolled back whole."""
+    return error.sqlstate if isinstance(error, StoreError) else None

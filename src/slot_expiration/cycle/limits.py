@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from slot_expiration.cycle.backoff import PoisonBackoff
+from slot_expiration.quarantine import PoisonBackoff
 
 
 @dataclass(frozen=True, slots=True)
 class CycleLimits:
-    batch_size: int = 500  # a cycle's first batch (the spec's)
-    drain_batch_size: int | None = None  # a drain's later batches; None: batch_size
-    max_batches: int = 1  # 0: until the backlog is empty (or the budget runs low)
-    batch_pause_seconds: float = 0.0  # between two batches of a drain
-    backoff: PoisonBackoff = field(default_factory=PoisonBackoff)
+    """Built from a cycle's options (worker.cycle_limits), whose model holds every default."""
+
+    batch_size: int  # a cycle's first batch (the spec's)
+    drain_batch_size: int | None  # a drain's later batches; None: batch_size
+    max_batches: int  # 0: until the backlog is empty (or the budget runs low)
+    batch_pause_seconds: float  # between two batches of a drain
+    backoff: PoisonBackoff
     # A worker clock further ahead of the database's than this refuses to expire.
-    max_clock_skew_seconds: float = 30.0
+    max_clock_skew_seconds: float
     # Collect each batch's slots and tenants: only a trace records them (logs and
     # metrics need counts), and returning them costs a batch about 0.7 ms.
     collect_slots: bool = True

@@ -1,4 +1,5 @@
-"""What a cycle is handed when it starts: its identity, its clock and who to tell."""
+"""What a cycle is handed when it starts: its identity, its clock, where its events go,
+when to stop, and its progress (which outlives it, so a failed cycle's is reported)."""
 
 from __future__ import annotations
 
@@ -7,51 +8,29 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
-from uuid import UUID
+from uuid import UUID, uuid4
 
-from slot_expiration.cycle.result import BatchResult
-
-
-class BatchObserver(Protocol):
-    """Told what a cycle finds and does as it goes (the telemetry hooks are one)."""
-
-    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
-        """The worker's clock minus the database's, at the cycle's start."""
-
-    def batch_started(self, run_id: UUID, number: int) -> None: ...
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        """The batch's transaction committed; `batch` lists what it did."""
-
-    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
-        """Due rows left after the cycle's batches (counted even when one failed)."""
-
-    def quarantine_measured(self, run_id: UUID, count: int) -> None:
-        """Slots in quarantine after the cycle, still Available and not parked (parked
-        ones wait for a person, not for the worker); once per cycle, after the backlog."""
+from slot_expiration.cycle.events import CycleEvent, EmitCycleEvent
+from slot_expiration.cycle.result import CycleProgress
+from slot_expiration.domain import utc_now
 
 
-class NoBatchObserver:
-    """An observer that ignores everything; observers override what they need."""
+class Stop(Protocol):
+    """A graceful stop as the cycle sees it (the loop's StopSignal is one): asked for or
+    not, and a pause that ends early once it is."""
 
-    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
-        del run_id, skew_seconds
+    @property
+    def requested(self) -> asyncio.Event: ...
 
-    def batch_started(self, run_id: UUID, number: int) -> None:
-        del run_id, number
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        del run_id, batch
-
-    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
-        del run_id, backlog
-
-    def quarantine_measured(self, run_id: UUID, count: int) -> None:
-        del run_id, count
+    async def pause(self, seconds: float) -> None: ...
 
 
 def _never() -> bool:
     return False
+
+
+def _nowhere(event: CycleEvent) -> None:
+    del event
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +44,18 @@ class CycleRun:
     between two batches of a drain; the loop's own ends early on a stop.
     """
 
-    run_id: UUID
     as_of: datetime
     # AsOf is the worker's clock now (not an operator's chosen moment): the backlog left
     # is then counted on the database's clock, which a skewed host clock cannot bend.
     as_of_is_now: bool = False
-    observer: BatchObserver = field(default_factory=NoBatchObserver)
+    emit: EmitCycleEvent = _nowhere
     stop_requested: Callable[[], bool] = _never
     deadline: float | None = None
     pause: Callable[[float], Awaitable[None]] = asyncio.sleep
+    run_id: UUID = field(default_factory=uuid4)
+    started_at: datetime = field(default_factory=utc_now)
+    progress: CycleProgress = field(init=False)
+
+    def __post_init__(self) -> None:
+        progress = CycleProgress(self.run_id, self.as_of, self.started_at)
+        object.__setattr__(self, "progress", progress)  # frozen: set once, here

@@ -7,9 +7,8 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TextIO
-from uuid import UUID
 
-from slot_expiration.cycle import CycleResult
+from slot_expiration.cycle import CycleEnded
 from slot_expiration.demo.seed import (
     DemoMix,
     DemoSlot,
@@ -17,12 +16,11 @@ from slot_expiration.demo.seed import (
     publications,
     publishing_clock,
 )
-from slot_expiration.domain import Slot, SlotRuleError, SlotStatus
-from slot_expiration.loop import StopSignal, utc_now
+from slot_expiration.domain import Slot, SlotRuleError, SlotStatus, utc_now
+from slot_expiration.loop import Event, LoopStarted, LoopStopped, StopSignal, TickSkipped
 from slot_expiration.options import WorkerOptions
 from slot_expiration.slots import SlotOperations
 from slot_expiration.store.schema_version import upgrade
-from slot_expiration.telemetry import NoHooks
 from slot_expiration.worker import run_worker, store_factory
 
 
@@ -33,36 +31,37 @@ class DemoPlan:
     seed: int | None = None  # None: new agencies and consultants on every run
 
 
-class ProgressHooks(NoHooks):
-    """Prints one line per cycle and asks the loop to stop once the backlog is gone."""
+class Progress:
+    """A sink that prints one line per cycle and asks the loop to stop once the backlog
+    is gone."""
 
     def __init__(self, out: TextIO, backlog: int, plan: DemoPlan, stop: StopSignal) -> None:
         self._out, self._backlog, self._plan, self._stop = out, backlog, plan, stop
         self._cycles = 0
 
-    def cycle_completed(self, result: CycleResult) -> None:
-        self._cycles += 1
-        self._backlog -= result.expired_count
-        self._print(
-            f"  cycle {self._cycles}: expired {result.expired_count:>4}, "
-            f"skipped (locked) {result.skipped_locked_count}, "
-            f"{result.duration_ms:7.1f} ms, backlog left {self._backlog}"
-        )
-        self._maybe_stop()
-
-    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        self._cycles += 1
-        self._print(f"  cycle {self._cycles}: failed ({error}); the next tick retries")
-        self._maybe_stop()
-
-    def tick_skipped(self, skipped_ticks_total: int) -> None:
-        self._print(f"  tick skipped while a cycle ran ({skipped_ticks_total} so far)")
-
-    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
-        self._print(f"worker: a cycle every {interval_seconds:g} s, batches of {batch_size}")
-
-    def loop_stopped(self) -> None:
-        self._print("worker: stopped")
+    def __call__(self, event: Event) -> None:
+        match event:
+            case CycleEnded(result, None):
+                self._cycles += 1
+                self._backlog -= result.expired_count
+                self._print(
+                    f"  cycle {self._cycles}: expired {result.expired_count:>4}, "
+                    f"skipped (locked) {result.skipped_locked_count}, "
+                    f"{result.duration_ms:7.1f} ms, backlog left {self._backlog}"
+                )
+                self._maybe_stop()
+            case CycleEnded(_, error):
+                self._cycles += 1
+                self._print(f"  cycle {self._cycles}: failed ({error}); the next tick retries")
+                self._maybe_stop()
+            case TickSkipped(total):
+                self._print(f"  tick skipped while a cycle ran ({total} so far)")
+            case LoopStarted(interval_seconds, batch_size):
+                self._print(
+                    f"worker: a cycle every {interval_seconds:g} s, batches of {batch_size}"
+                )
+            case LoopStopped():
+                self._print("worker: stopped")
 
     def _maybe_stop(self) -> None:
         if self._backlog <= 0 or self._cycles >= self._plan.max_cycles:
@@ -87,7 +86,7 @@ async def run_demo(options: WorkerOptions, plan: DemoPlan, out: TextIO) -> None:
     def serving(url: str) -> None:
         print(f"worker: metrics on {url}/metrics (also /healthz, /readyz)", file=out, flush=True)
 
-    await run_worker(options, [ProgressHooks(out, backlog, plan, stop)], stop, serving)
+    await run_worker(options, [Progress(out, backlog, plan, stop)], stop, serving)
     async with store_factory(options)() as store:
         after = await store.count_by_status()
     print_counts(before, after, out)

@@ -22,8 +22,22 @@ from types import MappingProxyType
 from typing import ClassVar, Final
 from uuid import UUID
 
-from slot_expiration.domain.errors import SlotRuleError
 from slot_expiration.domain.slot import SlotStatus
+
+
+class SlotRuleError(Exception):
+    """A request the slot's rules refuse (a guard, an overlap, a forbidden transition).
+
+    `code` is stable (`CAL_SLOT_*`): callers and scripts branch on it, never on
+    the message. Nothing was written when one is raised.
+    """
+
+    code: ClassVar[str]
+
+    def describe(self) -> str:
+        """One line: the code first, then what was refused."""
+        return f"{self.code}: {self}"
+
 
 _ALLOWED: Final = MappingProxyType(
     {

@@ -190,13 +190,15 @@ class EmbeddedPostgres:
         self._run(
             "initdb",
             [
-                "-D", str(self.data_dir),
-                "-U", "postgres",
+                "-D",
+                str(self.data_dir),
+                "-U",
+                "postgres",
                 "--auth=trust",
                 "--encoding=UTF8",
                 "--locale=C",
-            ]
-        )  # fmt: skip
+            ],
+        )
 
     def _pg_ctl(self, *args: str) -> None:
         self._run("pg_ctl", ["-D", str(self.data_dir), *args])

@@ -1,8 +1,15 @@
-"""The polling loop around the cycle: ticks, budget, skipped ticks, signals."""
+"""The polling loop around the cycle: ticks, skipped ticks, signals, and where events go."""
 
-from slot_expiration.cycle import CycleCancelledError
-from slot_expiration.domain import utc_now
-from slot_expiration.loop.observed_cycle import Cycle, CycleBudgetExceededError, observed_cycle
+from slot_expiration.loop.events import (
+    Event,
+    LoopEvent,
+    LoopStarted,
+    LoopStopped,
+    LoopStopping,
+    Sink,
+    TickSkipped,
+    fan_out,
+)
 from slot_expiration.loop.polling_loop import LoopStats, LoopTiming, PollingLoop
 from slot_expiration.loop.signals import (
     StopSignal,
@@ -13,19 +20,22 @@ from slot_expiration.loop.signals import (
 from slot_expiration.loop.ticker import IntervalTicker, Ticker, wait_or_stop
 
 __all__ = [
-    "Cycle",
-    "CycleBudgetExceededError",
-    "CycleCancelledError",
+    "Event",
     "IntervalTicker",
+    "LoopEvent",
+    "LoopStarted",
     "LoopStats",
+    "LoopStopped",
+    "LoopStopping",
     "LoopTiming",
     "PollingLoop",
+    "Sink",
     "StopSignal",
+    "TickSkipped",
     "Ticker",
     "cancel_on_signals",
-    "observed_cycle",
+    "fan_out",
     "stop_on_signals",
     "terminate_as_interrupt",
-    "utc_now",
     "wait_or_stop",
 ]

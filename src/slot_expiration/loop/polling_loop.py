@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from slot_expiration.cycle import Cycle, CycleFailed, run_cycle
 from slot_expiration.domain import utc_now
-from slot_expiration.loop.observed_cycle import Cycle, observed_cycle
+from slot_expiration.loop.events import LoopStopped, LoopStopping, Sink, TickSkipped
 from slot_expiration.loop.signals import StopSignal
 from slot_expiration.loop.ticker import Ticker
-from slot_expiration.telemetry import CycleHooks
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,13 +34,13 @@ class PollingLoop:
         self,
         cycle: Cycle,
         ticker: Ticker,
-        hooks: CycleHooks,
+        emit: Sink,
         timing: LoopTiming,
         now: Callable[[], datetime] = utc_now,
     ) -> None:
         self._cycle = cycle
         self._ticker = ticker
-        self._hooks = hooks
+        self._emit = emit
         self._timing = timing
         self._now = now
         self._in_flight: asyncio.Task[None] | None = None
@@ -52,32 +52,32 @@ class PollingLoop:
         async for _ in self._ticker.ticks(stop.requested):
             self._on_tick()
         in_flight = self._in_flight is not None and not self._in_flight.done()
-        self._hooks.loop_stopping(cycle_in_flight=in_flight)
+        self._emit(LoopStopping(cycle_in_flight=in_flight))
         await self._finish_in_flight(stop)
-        self._hooks.loop_stopped()
+        self._emit(LoopStopped())
         return self.stats
 
     def _on_tick(self) -> None:
         if self._in_flight is not None and not self._in_flight.done():
             self.stats.ticks_skipped += 1
-            self._hooks.tick_skipped(self.stats.ticks_skipped)
+            self._emit(TickSkipped(self.stats.ticks_skipped))
             return
         self._in_flight = asyncio.create_task(self._guarded_cycle(), name="slot-expiration-cycle")
 
     async def _guarded_cycle(self) -> None:
         try:
-            await observed_cycle(
+            await run_cycle(
                 self._cycle,
-                self._hooks,
+                self._emit,
                 self._timing.max_cycle_seconds,
                 self._now(),
-                stop=self._stop,
+                self._stop,
                 as_of_is_now=True,
             )
         except asyncio.CancelledError:
             self.stats.cycles_failed += 1
             raise
-        except Exception:  # noqa: BLE001 - reported by observed_cycle; must never kill the loop
+        except CycleFailed:  # told as CycleEnded already; it must never kill the loop
             self.stats.cycles_failed += 1
             return
         self.stats.cycles_completed += 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from typing import Annotated, Any, Final, Self, TypeVar
@@ -15,18 +16,29 @@ from typing import Annotated, Any, Final, Self, TypeVar
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-# Re-exported: the benchmark's options import both from here.
-from slot_expiration.options.database_url import (
-    check_database_url as check_database_url,  # noqa: PLC0414
-)
-from slot_expiration.options.database_url import redact_url as redact_url  # noqa: PLC0414
-from slot_expiration.options.database_url import with_search_path
+from slot_expiration.options.database_url import check_database_url, with_search_path
 from slot_expiration.options.listen_address import ListenAddress, parse_listen_address
 
 ENV_PREFIX = "SLOT_EXPIRATION_"
 S = TypeVar("S", bound=BaseSettings)
 # PostgreSQL's longest name (NAMEDATALEN - 1), in bytes.
 MAX_NAME_BYTES: Final = 63
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """What a number option counts: its flag's metavar (`--batch-size ROWS`), from the
+    field's type rather than guessed from its help text."""
+
+    metavar: str
+
+
+# A field's type names its unit: Annotated[Seconds, Field(...)].
+Seconds = Annotated[float, Unit("SECONDS")]
+Days = Annotated[int, Unit("DAYS")]
+Minutes = Annotated[int, Unit("MINUTES")]
+Rows = Annotated[int, Unit("ROWS")]
+Batches = Annotated[int, Unit("BATCHES")]
 
 
 class LogFormat(StrEnum):
@@ -51,8 +63,8 @@ class DatabaseOptions(BaseSettings):
     Each command reads one model (this one, or one deriving from it): only its
     own options, from its flags and its own SLOT_EXPIRATION_* variables, so a
     bad value in another command's variable never breaks it. Each field's
-    description, range and default make the command's --help and the README's
-    options table (cli/option_flags.py; tests/unit/test_option_flags.py holds the README to it).
+    description, range and default make the command's --help and the options
+    table of docs/options.md (cli/option_flags.py; a test holds the file to it).
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
@@ -119,7 +131,7 @@ class DatabaseOptions(BaseSettings):
 # One option for the worker and migrate: no migration queues the calendar's writes
 # behind a lock for longer than a cycle would wait for one.
 LockTimeoutSeconds = Annotated[
-    float,
+    Seconds,
     Field(
         gt=0,
         le=3_600,
@@ -154,12 +166,13 @@ class MigrateOptions(DatabaseOptions, MigrationSqlOptions):
 # skipped ticks (a cycle's own round trips take milliseconds to seconds).
 MIN_INTERVAL_SECONDS: Final = 1.0
 DEFAULT_INTERVAL_SECONDS: Final = 300.0
+DEFAULT_MAX_CLOCK_SKEW_SECONDS: Final = 30.0
 # Two weeks of cycles: 4,032 rows per replica at the default interval.
 DEFAULT_RETENTION_DAYS: Final = 14
 MAX_INSTANCE_ID_CHARS: Final = 200
 
 IntervalSeconds = Annotated[
-    float,
+    Seconds,
     Field(
         allow_inf_nan=False,
         ge=MIN_INTERVAL_SECONDS,
@@ -174,9 +187,9 @@ IntervalSeconds = Annotated[
 class CycleOptions(DatabaseOptions):
     """`once`: what one cycle needs."""
 
-    batch_size: Annotated[int, Field(ge=1, le=10_000, description="Rows per batch.")] = 500
+    batch_size: Annotated[Rows, Field(ge=1, le=10_000, description="Rows per batch.")] = 500
     max_batches_per_cycle: Annotated[
-        int,
+        Batches,
         Field(
             ge=0,
             le=1_000_000,
@@ -185,7 +198,7 @@ class CycleOptions(DatabaseOptions):
         ),
     ] = 1
     drain_batch_size: Annotated[
-        int,
+        Rows,
         Field(
             ge=1,
             le=10_000,
@@ -195,7 +208,7 @@ class CycleOptions(DatabaseOptions):
         ),
     ] = DEFAULT_DRAIN_BATCH_SIZE
     batch_pause_seconds: Annotated[
-        float,
+        Seconds,
         Field(
             allow_inf_nan=False,
             ge=0,
@@ -205,7 +218,7 @@ class CycleOptions(DatabaseOptions):
         ),
     ] = 0.0
     max_cycle_seconds: Annotated[
-        float,
+        Seconds,
         Field(
             allow_inf_nan=False,
             gt=0,
@@ -216,7 +229,7 @@ class CycleOptions(DatabaseOptions):
     ] = 30.0
     lock_timeout_seconds: LockTimeoutSeconds = DEFAULT_LOCK_TIMEOUT_SECONDS
     poison_backoff_seconds: Annotated[
-        float,
+        Seconds,
         Field(
             allow_inf_nan=False,
             gt=0,
@@ -226,7 +239,7 @@ class CycleOptions(DatabaseOptions):
         ),
     ] = 300.0
     poison_backoff_max_seconds: Annotated[
-        float,
+        Seconds,
         Field(
             allow_inf_nan=False,
             gt=0,
@@ -236,7 +249,7 @@ class CycleOptions(DatabaseOptions):
         ),
     ] = 3_600.0
     max_clock_skew_seconds: Annotated[
-        float,
+        Seconds,
         Field(
             allow_inf_nan=False,
             ge=1,
@@ -245,7 +258,7 @@ class CycleOptions(DatabaseOptions):
             "the database's than this (a fast clock expires bookable slots); a clock behind "
             "is only logged.",
         ),
-    ] = 30.0
+    ] = DEFAULT_MAX_CLOCK_SKEW_SECONDS
     prepared_statements: Annotated[
         bool,
         Field(
@@ -268,7 +281,7 @@ class CycleOptions(DatabaseOptions):
         ),
     ] = ""
     history_retention_days: Annotated[
-        int,
+        Days,
         Field(
             ge=1,
             le=3_650,
@@ -301,12 +314,22 @@ class CycleOptions(DatabaseOptions):
         return math.ceil(self.lock_timeout_seconds * 1000)
 
 
+MetricsAddr = Annotated[
+    str,
+    Field(
+        description="host:port of /metrics, /healthz and /readyz; port 0 picks a free one; "
+        "'' turns the endpoint off.",
+        json_schema_extra={"allowed": "host:port, [v6]:port, or ''"},
+    ),
+]
+
+
 class WorkerOptions(CycleOptions):
     """`run`: a cycle's options, the polling loop's and the endpoint's."""
 
     interval_seconds: IntervalSeconds = DEFAULT_INTERVAL_SECONDS
     shutdown_grace_seconds: Annotated[
-        float,
+        Seconds,
         Field(
             allow_inf_nan=False,
             ge=0,
@@ -315,14 +338,7 @@ class WorkerOptions(CycleOptions):
             "past it, or on a second signal, it is rolled back.",
         ),
     ] = 10.0
-    metrics_addr: Annotated[
-        str,
-        Field(
-            description="host:port of /metrics, /healthz and /readyz; port 0 picks a free one; "
-            "'' turns the endpoint off.",
-            json_schema_extra={"allowed": "host:port, [v6]:port, or ''"},
-        ),
-    ] = "127.0.0.1:9464"
+    metrics_addr: MetricsAddr = "127.0.0.1:9464"
 
     @field_validator("metrics_addr")
     @classmethod
@@ -335,6 +351,23 @@ class WorkerOptions(CycleOptions):
     def metrics_address(self) -> ListenAddress | None:
         """The endpoint's address, or None when it is turned off."""
         return parse_listen_address(self.metrics_addr) if self.metrics_addr else None
+
+
+class DemoOptions(WorkerOptions):
+    """`demo`: the worker at a demo's pace (a tick a second, its endpoint on a free port)
+    and how many cycles to show. Read from its flags only: a demo never picks up the
+    SLOT_EXPIRATION_* environment of a real deployment."""
+
+    interval_seconds: IntervalSeconds = 1.0
+    metrics_addr: MetricsAddr = "127.0.0.1:0"
+    max_cycles: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=1_000,
+            description="Stop after this many cycles (or once the backlog is gone).",
+        ),
+    ] = 6
 
 
 class StatusOptions(DatabaseOptions):

@@ -146,4 +146,4 @@ RULE_ERRORS: tuple[type[SlotRuleError], ...] = (
     SlotOverlapError,
     ForbiddenTransitionError,
 )
-"""Every rule rejection the slot context raises (the README lists their codes)."""
+"""Every rule rejection the slot context raises (docs/slot-context.md lists their codes)."""

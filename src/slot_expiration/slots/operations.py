@@ -30,7 +30,7 @@ from slot_expiration.slots.errors import (
 from slot_expiration.slots.ranges import SlotRange, overlaps_with
 from slot_expiration.slots.rules import BOOKABLE, OCCUPYING, SlotPolicy, check_publication
 from slot_expiration.slots.views import WORKING_VIEW, PageRequest, ShowcasePage, TimeWindow
-from slot_expiration.store.errors import SlotStoreError
+from slot_expiration.store.errors import StoreError
 from slot_expiration.store.slot_context_store import (
     EARLIEST,
     LATEST,
@@ -184,10 +184,10 @@ class SlotOperations:
             )
 
 
-def _unexplained(slot_id: UUID, current: Slot) -> SlotStoreError:
+def _unexplained(slot_id: UUID, current: Slot) -> StoreError:
     # A refused transition whose slot then reads as allowed: statuses only ever
     # move forward, so this means the data changed under rules other than ours.
-    return SlotStoreError(
+    return StoreError(
         f"slot {slot_id} was not changed, yet it reads {current.status.value} starting "
         f"{current.start_at.isoformat()}"
     )

@@ -11,20 +11,21 @@ from typing import Annotated
 from pydantic import Field
 
 from slot_expiration.options import DatabaseOptions
-from slot_expiration.slots.rules import SlotPolicy
+from slot_expiration.options.settings import Days, Minutes
+from slot_expiration.slots.rules import DEFAULT_HORIZON, DEFAULT_MIN_LEAD_TIME, SlotPolicy
 
 
 class PublicationOptions(DatabaseOptions):
     """`slots publish`: how far ahead a slot may start."""
 
     horizon_days: Annotated[
-        int,
+        Days,
         Field(
             ge=1,
             le=3_650,
             description="How far ahead a published slot may start, in days (ADR-0064).",
         ),
-    ] = 90
+    ] = DEFAULT_HORIZON.days
 
     def policy(self) -> SlotPolicy:
         return SlotPolicy(horizon=timedelta(days=self.horizon_days))
@@ -34,21 +35,21 @@ class BookingOptions(DatabaseOptions):
     """`slots book` and `slots showcase`: how soon before its start a slot is bookable."""
 
     min_lead_time_minutes: Annotated[
-        int,
+        Minutes,
         Field(
             ge=0,
             le=525_600,
             description="Book-slot refuses, and the showcase hides, slots starting sooner "
             "than this from now; 0 allowed.",
         ),
-    ] = 60
+    ] = DEFAULT_MIN_LEAD_TIME // timedelta(minutes=1)
 
     def policy(self) -> SlotPolicy:
         return SlotPolicy(min_lead_time=timedelta(minutes=self.min_lead_time_minutes))
 
 
 class SlotOptions(PublicationOptions, BookingOptions):
-    """Every option of the slot context (the Python API's, and the README's table)."""
+    """Every option of the slot context (the Python API's, and the table of docs/options.md)."""
 
     def policy(self) -> SlotPolicy:
         return SlotPolicy(

@@ -34,14 +34,21 @@ Archived slots never block a new publication."""
 BOOKABLE: Final = sources_of(SlotStatus.BOOKED)
 """What the public showcase lists: the statuses book-slot can start from."""
 
+DEFAULT_HORIZON: Final = timedelta(days=90)
+"""ADR-0064: how far ahead a slot may be published, unless --horizon-days says otherwise."""
+
+DEFAULT_MIN_LEAD_TIME: Final = timedelta(minutes=60)
+"""How soon before its start a slot can still be booked, unless --min-lead-time-minutes
+says otherwise."""
+
 
 @dataclass(frozen=True, slots=True)
 class SlotPolicy:
     """The tunable rules: how far ahead slots may be published, how soon before its
     start a slot can still be booked (and is still shown)."""
 
-    horizon: timedelta = timedelta(days=90)
-    min_lead_time: timedelta = timedelta(minutes=60)
+    horizon: timedelta = DEFAULT_HORIZON
+    min_lead_time: timedelta = DEFAULT_MIN_LEAD_TIME
 
     def earliest_bookable_start(self, now: datetime, min_lead_time: timedelta | None) -> datetime:
         """A slot can be booked (and is shown) if it starts at this moment or later."""

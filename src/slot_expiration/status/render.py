@@ -7,11 +7,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
-from slot_expiration.domain import SlotStatus
+from slot_expiration.domain import CycleOutcome, SlotStatus
+from slot_expiration.quarantine import FailedSlot
 from slot_expiration.status.report import CycleSummary, Quarantine, StatusReport, Unreadable
 from slot_expiration.status.wording import age_text, count_of, one_line, size_text
-from slot_expiration.store import ApplicationName, FailedSlot
-from slot_expiration.store.history_store import CycleOutcome, CycleRecord
+from slot_expiration.store import ApplicationName
+from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.store.schema_version import (
     SchemaPosition,
     ahead_of_release,

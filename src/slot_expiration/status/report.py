@@ -8,17 +8,11 @@ from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
 
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
-from slot_expiration.domain import SlotStatus
+from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.options import CycleOptions
-from slot_expiration.store import ApplicationName, SchemaMissingError, SlotStoreError
-from slot_expiration.store.history_store import (
-    FAILURES,
-    BacklogPoint,
-    CycleOutcome,
-    CycleRecord,
-    OutcomeCount,
-)
-from slot_expiration.store.quarantine_store import QuarantineListing
+from slot_expiration.quarantine import QuarantineListing, QuarantineStore
+from slot_expiration.store import ApplicationName, SchemaMissingError, StoreError
+from slot_expiration.store.history_store import BacklogPoint, CycleRecord, OutcomeCount
 from slot_expiration.store.schema_version import HEAD_REVISION, SchemaPosition, position_of
 from slot_expiration.store.status_store import (
     SELECTION_INDEX,
@@ -154,7 +148,7 @@ async def collect_status(
             raise SchemaMissingError("table availability_slots does not exist")
 
         async def quarantine() -> Quarantine:
-            return await store.quarantine.listing(failed_shown)
+            return await QuarantineStore(store.session).listing(failed_shown)
 
         return StatusReport(
             as_of=as_of,
@@ -179,7 +173,9 @@ async def summarize_cycles(
     before = await store.history.backlog_before(as_of - BACKLOG_TREND_WINDOW) if trend else None
     return CycleSummary(
         last_success=await store.history.latest([CycleOutcome.SUCCESS]),
-        last_failure=await store.history.latest(FAILURES),
+        last_failure=await store.history.latest(
+            [outcome for outcome in CycleOutcome if outcome is not CycleOutcome.SUCCESS]
+        ),
         recent=await store.history.outcomes_since(since),
         latest_per_instance=await store.history.latest_per_instance(since),
         backlog_before=before,
@@ -190,7 +186,7 @@ async def read_part(store: StatusStore, read: Callable[[], Awaitable[T]]) -> T |
     try:
         async with store.part():
             return await read()
-    except SlotStoreError as exc:
+    except StoreError as exc:
         return Unreadable(str(exc), exc.sqlstate)
 
 

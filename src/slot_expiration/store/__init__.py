@@ -1,5 +1,13 @@
 """PostgreSQL: sessions, named statements, the repositories, their errors, the migrations."""
 
+from slot_expiration.store.cycle_store import (
+    CycleStore,
+    LockedBatch,
+    Position,
+    Preflight,
+    Problem,
+    Selection,
+)
 from slot_expiration.store.errors import (
     CommitInDoubtError,
     ErrorFamily,
@@ -7,30 +15,26 @@ from slot_expiration.store.errors import (
     NotQuarantinedError,
     RowRejectedError,
     SchemaMissingError,
-    SlotStoreError,
+    StoreError,
     TransientStoreError,
 )
-from slot_expiration.store.quarantine_store import FailedSlot, QuarantineEntry, QuarantineStore
 from slot_expiration.store.session import ApplicationName, Transaction, TransactionLimits
-from slot_expiration.store.slot_store import LockedBatch, Position, Preflight, Selection, SlotStore
 
 __all__ = [
     "ApplicationName",
     "CommitInDoubtError",
+    "CycleStore",
     "ErrorFamily",
-    "FailedSlot",
     "LockedBatch",
     "MisconfiguredStoreError",
     "NotQuarantinedError",
     "Position",
     "Preflight",
-    "QuarantineEntry",
-    "QuarantineStore",
+    "Problem",
     "RowRejectedError",
     "SchemaMissingError",
     "Selection",
-    "SlotStore",
-    "SlotStoreError",
+    "StoreError",
     "Transaction",
     "TransactionLimits",
     "TransientStoreError",

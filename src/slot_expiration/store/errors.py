@@ -20,7 +20,8 @@ SQLSTATE_FAMILIES below is the whole classification, by full code or by class.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from enum import StrEnum
 from typing import Final
 from urllib.parse import quote
@@ -95,7 +96,7 @@ def is_row_rejection(sqlstate: str | None) -> bool:
     return sqlstate is not None and family_of(sqlstate) is ErrorFamily.ROW_REJECTED
 
 
-class SlotStoreError(Exception):
+class StoreError(Exception):
     """Base of every failure coming out of the store: a message, a SQLSTATE, a family.
 
     `connecting` tells that no session could be opened (the server, the
@@ -115,7 +116,7 @@ class SlotStoreError(Exception):
         return family_of(self.sqlstate) if self.sqlstate else None
 
 
-class TransientStoreError(SlotStoreError):
+class TransientStoreError(StoreError):
     """Time may cure it: the batch rolls back whole; the next tick retries it."""
 
     @property
@@ -129,7 +130,7 @@ class CommitInDoubtError(TransientStoreError):
     once; only the count of the batch is unknown."""
 
 
-class MisconfiguredStoreError(SlotStoreError):
+class MisconfiguredStoreError(StoreError):
     """Only a person can cure it: a login, a privilege, a table or column is wrong."""
 
     @property
@@ -211,19 +212,19 @@ class ContractMismatchError(MisconfiguredStoreError):
         self.problems = problems
 
 
-class MigrationError(SlotStoreError):
+class MigrationError(StoreError):
     """Alembic refused, the database is at a revision this release does not know, or a
     repair would lose what only a person may decide to lose."""
 
 
-class NotQuarantinedError(SlotStoreError):
+class NotQuarantinedError(StoreError):
     """Slots an operator named are not in the quarantine (expired meanwhile, or a typo)."""
 
     def __init__(self, slot_ids: list[str]) -> None:
         super().__init__(f"not in the quarantine, nothing changed: {', '.join(slot_ids)}")
 
 
-class RowRejectedError(SlotStoreError):
+class RowRejectedError(StoreError):
     """The database refused a row's transition (constraint, trigger, data error)."""
 
     def __init__(self, message: str, sqlstate: str, slot_id: UUID | None = None) -> None:
@@ -243,12 +244,23 @@ def first_line(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def translate(exc: psycopg.Error, slot_id: UUID | None = None) -> SlotStoreError:
+@contextmanager
+def translated(slot_id: UUID | None = None, *, connecting: bool = False) -> Iterator[None]:
+    """The driver's errors raised in the block as the store's typed errors: the one place
+    they are translated. A row rejection names `slot_id`, the row it was about; a failure
+    while `connecting` is read as a refused or impossible login."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise (translate_connect(exc) if connecting else translate(exc, slot_id)) from exc
+
+
+def translate(exc: psycopg.Error, slot_id: UUID | None = None) -> StoreError:
     """A failed statement's driver error as the store's typed error."""
     return _typed(first_line(exc), exc.sqlstate, slot_id=slot_id)
 
 
-def translate_connect(exc: psycopg.Error) -> SlotStoreError:
+def translate_connect(exc: psycopg.Error) -> StoreError:
     """A failed connection attempt as the store's typed error (see _LOGIN_REFUSALS)."""
     message = first_line(exc).removeprefix("connection failed: ")
     sqlstate = exc.sqlstate or login_refusal_sqlstate(str(exc))
@@ -265,7 +277,7 @@ def login_refusal_sqlstate(message: str) -> str:
 
 def _typed(
     message: str, sqlstate: str | None, *, slot_id: UUID | None = None, connecting: bool = False
-) -> SlotStoreError:
+) -> StoreError:
     family = family_of(sqlstate)
     if family is ErrorFamily.ROW_REJECTED and sqlstate is not None:
         return RowRejectedError(message, sqlstate, slot_id)

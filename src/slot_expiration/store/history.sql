@@ -72,7 +72,7 @@ ORDER BY h.instance, h.outcome;
 -- however many cycles ran.
 SELECT to_timestamp(
            floor(extract(epoch FROM h.ended_at) / %(bucket_seconds)s) * %(bucket_seconds)s
-       ) AS bucket,
+       ) AS at,
        max(h.backlog) AS backlog
 FROM slot_expiration_cycles AS h
 WHERE h.ended_at >= %(since)s AND h.backlog IS NOT NULL
@@ -84,7 +84,7 @@ ORDER BY 1;
 -- history is younger than that, by its oldest cycle: the point `status --check`
 -- measures the backlog's trend from, as the backlog alert's `delta(...[30m:])` does.
 -- Each branch is one probe of ix_slot_expiration_cycles_ended_at.
-SELECT candidate.ended_at, candidate.backlog
+SELECT candidate.ended_at AS at, candidate.backlog
 FROM (
     (SELECT h.ended_at, h.backlog, 0 AS preference
      FROM slot_expiration_cycles AS h

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Final, Self
 from uuid import UUID
 
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.store.session import (
     ApplicationName,
     Session,
@@ -25,24 +25,6 @@ from slot_expiration.store.session import (
 # A purge deletes at most this many rows per transaction: one row per cycle per
 # instance is written, so one purge per cycle keeps up with any number of them.
 PURGE_BATCH: Final = 500
-
-
-class CycleOutcome(StrEnum):
-    """How a cycle ended, as the history keeps it."""
-
-    SUCCESS = "success"
-    FAILED = "failed"  # an infrastructure error: time may cure it
-    BUDGET_EXCEEDED = "budget_exceeded"
-    MISCONFIGURED = "misconfigured"  # a login, a grant, a table: a person must act
-    CLOCK_SKEW = "clock_skew"  # the worker's clock ahead of the database's
-    INTERRUPTED = "interrupted"  # stopped at shutdown, its batch in flight rolled back
-
-    @property
-    def needs_a_person(self) -> bool:
-        return self in (CycleOutcome.MISCONFIGURED, CycleOutcome.CLOCK_SKEW)
-
-
-FAILURES: Final = tuple(outcome for outcome in CycleOutcome if outcome is not CycleOutcome.SUCCESS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +50,9 @@ class CycleRecord:
     error: str | None = None
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> Self:
-        """A row of the statements that include cycle_columns (in this order)."""
-        run_id, instance, as_of, started_at, ended_at, outcome, *rest = row
-        return cls(run_id, instance, as_of, started_at, ended_at, CycleOutcome(outcome), *rest)
+    def from_columns(cls, *, outcome: str, **columns: Any) -> Self:
+        """A row of the statements that include cycle_columns, by column name."""
+        return cls(outcome=CycleOutcome(outcome), **columns)
 
     def parameters(self) -> dict[str, Any]:
         return asdict(self) | {"outcome": self.outcome.value}
@@ -82,6 +63,10 @@ class OutcomeCount:
     instance: str
     outcome: CycleOutcome
     cycles: int
+
+    @classmethod
+    def from_columns(cls, *, instance: str, outcome: str, cycles: int) -> Self:
+        return cls(instance, CycleOutcome(outcome), cycles)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,29 +110,31 @@ class HistoryStore:
 
     async def latest(self, outcomes: Sequence[CycleOutcome]) -> CycleRecord | None:
         params = {"outcomes": [outcome.value for outcome in outcomes]}
-        rows = await self.session.rows("history_latest_with_outcome", params)
-        return CycleRecord.from_row(rows[0]) if rows else None
+        found = await self._cycles("history_latest_with_outcome", params)
+        return found[0] if found else None
 
     async def recent(self, limit: int) -> tuple[CycleRecord, ...]:
-        rows = await self.session.rows("history_recent", {"limit": limit})
-        return tuple(CycleRecord.from_row(row) for row in rows)
+        return await self._cycles("history_recent", {"limit": limit})
 
     async def latest_per_instance(self, since: datetime) -> tuple[CycleRecord, ...]:
-        rows = await self.session.rows("history_latest_per_instance", {"since": since})
-        return tuple(CycleRecord.from_row(row) for row in rows)
+        return await self._cycles("history_latest_per_instance", {"since": since})
+
+    async def _cycles(self, name: str, params: dict[str, Any]) -> tuple[CycleRecord, ...]:
+        return tuple(await self.session.records(name, CycleRecord.from_columns, params))
 
     async def outcomes_since(self, since: datetime) -> tuple[OutcomeCount, ...]:
-        rows = await self.session.rows("history_outcomes_since", {"since": since})
-        return tuple(OutcomeCount(str(i), CycleOutcome(o), int(n)) for i, o, n in rows)
+        params = {"since": since}
+        return tuple(
+            await self.session.records("history_outcomes_since", OutcomeCount.from_columns, params)
+        )
 
     async def backlog_since(
         self, since: datetime, bucket_seconds: float
     ) -> tuple[BacklogPoint, ...]:
         params = {"since": since, "bucket_seconds": bucket_seconds}
-        rows = await self.session.rows("history_backlog_since", params)
-        return tuple(BacklogPoint(at, int(backlog)) for at, backlog in rows)
+        return tuple(await self.session.records("history_backlog_since", BacklogPoint, params))
 
     async def backlog_before(self, at: datetime) -> BacklogPoint | None:
         """The backlog of the latest cycle that ended by `at` (else of the oldest one)."""
-        rows = await self.session.rows("history_backlog_before", {"at": at})
-        return BacklogPoint(rows[0][0], int(rows[0][1])) if rows else None
+        found = await self.session.records("history_backlog_before", BacklogPoint, {"at": at})
+        return found[0] if found else None

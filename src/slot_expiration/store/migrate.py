@@ -37,31 +37,33 @@ from alembic.runtime.environment import EnvironmentContext
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from psycopg import sql
+from psycopg.rows import dict_row
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.pool import NullPool
 
+from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
 from slot_expiration.store import migration_context
 from slot_expiration.store.errors import (
     ContractMismatchError,
     MigrationError,
-    SlotStoreError,
     SlotTableElsewhereError,
+    StoreError,
     first_line,
     translate,
 )
-from slot_expiration.store.queries import query
 from slot_expiration.store.schema_version import (
     VERSION_TABLE,
     SchemaPosition,
     position_of,
     unknown_revision,
 )
-from slot_expiration.store.session import ApplicationName, connect_sync
+from slot_expiration.store.session import ApplicationName, connect_sync, milliseconds
+from slot_expiration.store.statements import query
 
 _SCRIPT_LOCATION = "slot_expiration.store:migrations"
 # The worker's default --lock-timeout-seconds: no statement of a migration queues
 # the calendar's writes behind its lock for longer.
-DEFAULT_LOCK_TIMEOUT_MS: Final = 2_000
+DEFAULT_LOCK_TIMEOUT_MS: Final = milliseconds(DEFAULT_LOCK_TIMEOUT_SECONDS)
 # How often a migrate waiting for another tries the lock again (see migrate.sql,
 # migrate_try_lock, for why it polls instead of blocking).
 LOCK_POLL_SECONDS: Final = 0.25
@@ -251,9 +253,9 @@ class AlteredTable:
 def _altered_worker_tables(session: psycopg.Connection[Any]) -> dict[str, AlteredTable]:
     found: dict[str, list[str]] = {}
     rows: dict[str, int] = {}
-    for table, problem, count in session.execute(query("worker_shape_mismatches")).fetchall():
-        found.setdefault(table, []).append(problem)
-        rows[table] = int(count)
+    for row in _rows(session, "worker_shape_mismatches"):
+        found.setdefault(row["relation"], []).append(row["problem"])
+        rows[row["relation"]] = int(row["rows"])
     return {table: AlteredTable(tuple(problems), rows[table]) for table, problems in found.items()}
 
 
@@ -344,14 +346,9 @@ def _acquire(session: psycopg.Connection[Any], on_wait: OnWait | None) -> bool:
 
 
 def _starting_point(session: psycopg.Connection[Any]) -> _StartingPoint:
-    slot_table_exists, history_exists = session.execute(
-        query("migrate_starting_point")
-    ).fetchone() or (False, False)
-    revision = None
-    if history_exists:
-        rows = session.execute(query("schema_revision")).fetchall()
-        revision = str(rows[0][0]) if rows else None
-    return _StartingPoint(bool(slot_table_exists), revision)
+    (start,) = _rows(session, "migrate_starting_point")
+    revision = _value(session, "schema_revision") if start["history_exists"] else None
+    return _StartingPoint(bool(start["slot_table_exists"]), revision)
 
 
 def _require_slot_table_on_the_search_path(
@@ -361,10 +358,11 @@ def _require_slot_table_on_the_search_path(
     schema holds one, that is the calendar's, and only pointing at it helps."""
     if start.slot_table_exists:
         return
-    found = session.execute(query("slot_table_elsewhere")).fetchone()
-    if found is not None and found[0]:
-        schemas, search_path, role = found
-        raise SlotTableElsewhereError(schemas, search_path, role, changed=False)
+    (found,) = _rows(session, "slot_table_elsewhere")
+    if found["schemas"]:
+        raise SlotTableElsewhereError(
+            found["schemas"], found["search_path"], found["role"], changed=False
+        )
 
 
 def _require_adoptable(session: psycopg.Connection[Any]) -> None:
@@ -373,7 +371,14 @@ def _require_adoptable(session: psycopg.Connection[Any]) -> None:
         raise ContractMismatchError(problems)
 
 
+def _rows(session: psycopg.Connection[Any], name: str) -> list[dict[str, Any]]:
+    """A named statement's rows, each by column name."""
+    with session.cursor(row_factory=dict_row) as cursor:
+        return cursor.execute(query(name)).fetchall()
+
+
 def _value(session: psycopg.Connection[Any], name: str) -> Any:
+    """The first column of a named statement's one row (None: no row)."""
     row = session.execute(query(name)).fetchone()
     return None if row is None else row[0]
 
@@ -415,7 +420,7 @@ def _translated() -> Iterator[None]:
     except sqlalchemy.exc.DBAPIError as exc:
         if isinstance(exc.orig, psycopg.Error):
             raise translate(exc.orig) from exc
-        raise SlotStoreError(first_line(exc)) from exc
+        raise StoreError(first_line(exc)) from exc
     except psycopg.Error as exc:
         raise translate(exc) from exc
     except alembic.util.CommandError as exc:

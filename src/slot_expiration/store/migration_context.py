@@ -24,9 +24,10 @@ from contextlib import contextmanager
 from typing import Any, Final
 
 from alembic import context, op
+from psycopg.rows import dict_row
 
 from slot_expiration.store.errors import ContractMismatchError
-from slot_expiration.store.queries import query
+from slot_expiration.store.statements import query
 
 # config.attributes keys, set by store.migrate.
 ADOPT: Final = "adopt"  # offline only: write the adoption path
@@ -146,8 +147,9 @@ def selection_index() -> tuple[str, bool] | None:
     there is none (or offline, where nothing can be known)."""
     if offline():
         return None
-    row = _fetch_one("status_selection_index")
-    return None if row is None else (str(row[2]), bool(row[1]))
+    with _dbapi().cursor(row_factory=dict_row) as cursor:
+        row = cursor.execute(query("status_selection_index")).fetchone()
+    return None if row is None else (str(row["definition"]), bool(row["valid"]))
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from typing import Final
 
 from psycopg import sql
 
-from slot_expiration.store.errors import SchemaMissingError, SlotStoreError
+from slot_expiration.store.errors import SchemaMissingError, StoreError
 from slot_expiration.store.session import ApplicationName, Session, SessionSettings
 
 SLOT_TABLE: Final = "availability_slots"
@@ -44,7 +44,7 @@ class GrantMode(StrEnum):
     READ_ONLY = "read-only"  # what status, quarantine list and /readyz need
 
 
-class GrantRefusedError(SlotStoreError):
+class GrantRefusedError(StoreError):
     """The role must not be given the worker's privileges; nothing was changed."""
 
 
@@ -56,7 +56,7 @@ class UnknownRoleError(GrantRefusedError):
         )
 
 
-class NotOwnerError(SlotStoreError):
+class NotOwnerError(StoreError):
     def __init__(self, owner: str) -> None:
         super().__init__(
             f"only the owner of availability_slots ({owner}) can grant the worker's "
@@ -150,10 +150,10 @@ class _Grants:
 
     async def check_target(self) -> str:
         """The table's schema, once the role is known to be one we may grant to."""
-        rows = await self._session.rows("grant_target", {"role": self._role})
-        if not rows:
+        found = await self._session.records("grant_target", _Target, {"role": self._role})
+        if not found:
             raise SchemaMissingError("table availability_slots does not exist")
-        target = _Target(*rows[0])
+        target = found[0]
         if target.role_oid is None:
             raise UnknownRoleError(self._role)
         if not target.we_act_as_owner:
@@ -200,15 +200,10 @@ class _Grants:
 
     async def _wanted(self) -> list[TablePrivilege]:
         params = {"read_only": self._mode is GrantMode.READ_ONLY}
-        rows = await self._session.rows("grant_requirements", params)
-        return [TablePrivilege(rel, Privilege(priv), col) for rel, col, priv in rows]
+        return await self._session.records("grant_requirements", _wanted_privilege, params)
 
     async def _held(self) -> list[HeldPrivilege]:
-        rows = await self._session.rows("role_privileges", {"role": self._role})
-        return [
-            HeldPrivilege(TablePrivilege(rel, Privilege(priv), col), bool(direct), tuple(via))
-            for rel, col, priv, direct, via in rows
-        ]
+        return await self._session.records("role_privileges", _held_privilege, {"role": self._role})
 
     def _grant_statements(
         self, schema: str, wanted: Sequence[TablePrivilege]
@@ -228,6 +223,20 @@ class _Grants:
             table=sql.Identifier(relation),
             role=sql.Identifier(self._role),
         )
+
+
+def _wanted_privilege(*, relation: str, column_name: str | None, privilege: str) -> TablePrivilege:
+    return TablePrivilege(relation, Privilege(privilege), column_name)
+
+
+def _held_privilege(
+    *, relation: str, column_name: str | None, privilege: str, direct: bool, via: list[str]
+) -> HeldPrivilege:
+    return HeldPrivilege(
+        _wanted_privilege(relation=relation, column_name=column_name, privilege=privilege),
+        direct,
+        tuple(via),
+    )
 
 
 def _refusal(role: str, owner: str, owns: bool, superuser: bool, connecting: bool) -> str | None:
@@ -286,8 +295,11 @@ def _revoked(
     A column's UPDATE held through a table-wide UPDATE goes with that (revoking
     it takes the column grants too; the grants that follow restore the wanted ones).
     """
-    table_wide = {h.privilege.relation for h in held if h.direct and h.privilege.column is None
-                  and h.privilege.privilege is Privilege.UPDATE}  # fmt: skip
+    table_wide = {
+        h.privilege.relation
+        for h in held
+        if h.direct and h.privilege.column is None and h.privilege.privilege is Privilege.UPDATE
+    }
     revoke: set[TablePrivilege] = set()
     for privilege in (h.privilege for h in extras if h.direct):
         if privilege.column is not None and privilege.relation in table_wide:

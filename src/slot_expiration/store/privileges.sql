@@ -44,10 +44,10 @@ SELECT r.oid AS role_oid,
        pg_get_userbyid(t.relowner) AS owner,
        pg_has_role(current_user, t.relowner, 'MEMBER') AS we_act_as_owner,
        r.oid IS NOT NULL AND pg_has_role(r.oid, t.relowner, 'MEMBER') AS role_acts_as_owner,
-       coalesce(r.rolsuper, false) AS role_is_superuser,
-       r.rolname IN (current_user, session_user) AS role_is_connecting,
+       coalesce(r.rolsuper, false) AS superuser,
+       r.rolname IN (current_user, session_user) AS connecting,
        -- pg_read_all_data and the like: PostgreSQL reserves the pg_ prefix for them.
-       starts_with(r.rolname, 'pg_') AS role_is_predefined,
+       starts_with(r.rolname, 'pg_') AS predefined,
        power.chain AS chain_to_power,
        power.kind AS power
 FROM slot_table AS t

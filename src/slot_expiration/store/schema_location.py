@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import psycopg
 
-from slot_expiration.store.errors import SlotStoreError, SlotTableElsewhereError
-from slot_expiration.store.queries import query
+from slot_expiration.store.errors import SlotTableElsewhereError, StoreError
 from slot_expiration.store.session import ApplicationName, connect_sync
+from slot_expiration.store.statements import query
 
 
 def slot_table_elsewhere(database_url: str) -> SlotTableElsewhereError | None:
@@ -22,7 +22,7 @@ def slot_table_elsewhere(database_url: str) -> SlotTableElsewhereError | None:
     try:
         with connect_sync(database_url, ApplicationName.ADMIN, autocommit=True) as session:
             found = session.execute(query("slot_table_elsewhere")).fetchone()
-    except (SlotStoreError, psycopg.Error):
+    except (StoreError, psycopg.Error):
         return None
     if found is None or not found[0]:
         return None

@@ -44,8 +44,8 @@ class SchemaPosition(StrEnum):
 
 async def read_schema_revision(session: Session) -> str | None:
     """The migration the database's schema is at; None when its history table is empty."""
-    rows = await session.rows("schema_revision")
-    return str(rows[0][0]) if rows else None
+    found = await session.column("schema_revision")
+    return str(found[0]) if found else None
 
 
 def revision_number(revision: str) -> int | None:

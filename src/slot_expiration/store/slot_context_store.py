@@ -72,7 +72,7 @@ class SlotContextStore:
             "tenant_id": tenant_id,
             "consultant_id": consultant_id,
         }
-        await self._fetch("lock_consultant_publication", params)
+        await self._session.execute("lock_consultant_publication", params)
 
     async def occupying_slots_in_window(
         self,
@@ -89,7 +89,7 @@ class SlotContextStore:
             "window_start": window[0],
             "window_end": window[1],
         }
-        return [_slot(row) for row in await self._fetch("occupying_slots_in_window", params)]
+        return await self._fetch("occupying_slots_in_window", params)
 
     async def insert_published(
         self,
@@ -109,9 +109,7 @@ class SlotContextStore:
             "starts": [start for start, _ in ranges],
             "ends": [end for _, end in ranges],
         }
-        inserted = {slot.id: slot for slot in map(_slot, await self._fetch(
-            "insert_published_slots", params
-        ))}  # fmt: skip
+        inserted = {slot.id: slot for slot in await self._fetch("insert_published_slots", params)}
         return [inserted[slot_id] for slot_id in ids]
 
     async def book(
@@ -165,10 +163,9 @@ class SlotContextStore:
             "limit": page.limit,
         }
         if page.consultant_id is None:
-            return [_slot(row) for row in await self._fetch("showcase_page", params)]
+            return await self._fetch("showcase_page", params)
         params["consultant_id"] = page.consultant_id
-        rows = await self._fetch("showcase_page_for_consultant", params)
-        return [_slot(row) for row in rows]
+        return await self._fetch("showcase_page_for_consultant", params)
 
     async def consultant_slots(
         self,
@@ -187,30 +184,41 @@ class SlotContextStore:
             "start_before": window[1],
             "limit": limit,
         }
-        return [_slot(row) for row in await self._fetch("consultant_slots", params)]
+        return await self._fetch("consultant_slots", params)
 
-    async def _fetch(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        return await self._session.rows(name, params)
+    async def _fetch(self, name: str, params: dict[str, Any]) -> list[Slot]:
+        """A statement's slots, each built from its columns by name."""
+        return await self._session.records(name, _slot, params)
 
 
 def _values(statuses: Collection[SlotStatus]) -> list[str]:
     return sorted(status.value for status in statuses)
 
 
-def _slot(row: tuple[Any, ...]) -> Slot:
-    slot_id, tenant_id, consultant_id, start_at, end_at, status, version, created, updated = row
+def _slot(  # noqa: PLR0913 - a slot's columns, by name
+    *,
+    id: UUID,
+    tenant_id: UUID,
+    consultant_id: UUID,
+    start_at: datetime,
+    end_at: datetime,
+    status: str,
+    version: int,
+    created_at: datetime,
+    updated_at: datetime,
+) -> Slot:
     return Slot(
-        id=slot_id,
+        id=id,
         tenant_id=tenant_id,
         consultant_id=consultant_id,
         start_at=start_at.astimezone(UTC),
         end_at=end_at.astimezone(UTC),
         status=SlotStatus(status),
         version=version,
-        created_at=created.astimezone(UTC),
-        updated_at=updated.astimezone(UTC),
+        created_at=created_at.astimezone(UTC),
+        updated_at=updated_at.astimezone(UTC),
     )
 
 
-def _one_or_none(rows: list[tuple[Any, ...]]) -> Slot | None:
-    return _slot(rows[0]) if rows else None
+def _one_or_none(slots: list[Slot]) -> Slot | None:
+    return slots[0] if slots else None

@@ -24,7 +24,8 @@ ORDER BY backend_start, pid;
 -- The index that serves the selection: whether it exists, on which table, and
 -- whether PostgreSQL may use it (an interrupted CREATE INDEX CONCURRENTLY
 -- leaves it invalid).
-SELECT c.relname::text AS table_name, i.indisvalid, pg_get_indexdef(i.indexrelid) AS definition
+SELECT c.relname::text AS table_name, i.indisvalid AS valid,
+       pg_get_indexdef(i.indexrelid) AS definition
 FROM pg_index AS i
 JOIN pg_class AS c ON c.oid = i.indrelid
 WHERE i.indexrelid = to_regclass('ix_availability_slots_status_start');

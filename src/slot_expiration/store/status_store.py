@@ -13,13 +13,14 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, Final, Self
 from uuid import UUID
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store.errors import SlotStoreError
+from slot_expiration.store.cycle_store import Selection, counts_by_status
+from slot_expiration.store.errors import StoreError
 from slot_expiration.store.history_store import HistoryStore
-from slot_expiration.store.quarantine_store import QuarantineStore
 from slot_expiration.store.schema_version import read_schema_revision
 from slot_expiration.store.session import (
     ApplicationName,
@@ -27,7 +28,6 @@ from slot_expiration.store.session import (
     SessionSettings,
     TransactionLimits,
 )
-from slot_expiration.store.slot_store import Selection
 
 SELECTION_INDEX: Final = "ix_availability_slots_status_start"
 SLOT_TABLE: Final = "availability_slots"
@@ -120,11 +120,11 @@ class SchemaState:
 
 
 class StatusStore:
-    """Read-only queries over the slot table, the quarantine and the server's views."""
+    """Read-only queries over the slot table, the history and the server's views (the
+    quarantine's on the same session: QuarantineStore(store.session))."""
 
     def __init__(self, session: Session) -> None:
-        self._session = session
-        self.quarantine = QuarantineStore(session)
+        self.session = session
         self.history = HistoryStore(session)
 
     @classmethod
@@ -143,63 +143,80 @@ class StatusStore:
 
     def part(self) -> AbstractAsyncContextManager[None]:
         """A part of a report: if the role may not read it, only it fails."""
-        return self._session.savepoint()
+        return self.session.savepoint()
 
     async def schema_revision(self) -> str | None:
         """The migration the schema is at; SchemaMissingError when it was never migrated."""
-        return await read_schema_revision(self._session)
+        return await read_schema_revision(self.session)
 
     async def schema_state(self) -> SchemaState:
-        mismatches = tuple(row[0] for row in await self._session.rows("contract_mismatches"))
-        missing = tuple(row[0] for row in await self._session.rows("worker_tables_missing"))
-        altered = tuple(row[1] for row in await self._session.rows("worker_shape_mismatches"))
+        mismatches = tuple(await self.session.column("contract_mismatches"))
+        missing = tuple(await self.session.column("worker_tables_missing"))
+        altered = tuple(
+            row.problem for row in await self.session.records("worker_shape_mismatches", _Mismatch)
+        )
         revision = None
         if "slot_expiration_alembic_version" not in missing:
             revision = await self.schema_revision()
         return SchemaState(revision, mismatches, missing, altered)
 
     async def counts_by_status(self) -> dict[SlotStatus, int]:
-        counts = dict.fromkeys(SlotStatus, 0)
-        for status, count in await self._session.rows("count_by_status"):
-            counts[SlotStatus(status)] = int(count)
-        return counts
+        return await counts_by_status(self.session)
 
     async def backlog(self, as_of: datetime, cap: int) -> int:
         """Available slots due at `as_of`, counted up to `cap`: the worker's own count."""
         params = {"as_of": as_of, "cap": cap}
-        return int(await self._session.value("count_backlog_capped", params))
+        return int(await self.session.value("count_backlog_capped", params))
 
     async def oldest_overdue(self, as_of: datetime) -> OverdueSlot | None:
-        rows = await self._session.rows("status_oldest_overdue", {"as_of": as_of})
-        return OverdueSlot(*rows[0]) if rows else None
+        found = await self.session.records("status_oldest_overdue", OverdueSlot, {"as_of": as_of})
+        return found[0] if found else None
 
     async def worker_sessions(self) -> tuple[WorkerSession, ...]:
         params = {"application_name": ApplicationName.WORKER}
-        rows = await self._session.rows("status_worker_sessions", params)
-        return tuple(WorkerSession(*row) for row in rows)
+        return tuple(await self.session.records("status_worker_sessions", WorkerSession, params))
 
     async def table_size(self, cap: int = SMALL_TABLE_ROWS) -> TableSize:
-        counted, estimate, total_bytes = await self._session.row(
-            "status_slot_table_size", {"cap": cap}
+        return await self.session.record(
+            "status_slot_table_size", partial(TableSize, cap=cap), {"cap": cap}
         )
-        return TableSize(int(counted), cap, estimate, int(total_bytes))
 
     async def selection_index(self, as_of: datetime, batch_size: int) -> SelectionIndex:
-        found = await self._session.rows("status_selection_index")
-        relations, indexes = await self._session.row("status_slot_table_partitions")
+        found = await self.session.records("status_selection_index", _IndexRow)
+        parts = await self.session.record("status_slot_table_partitions", _Partitions)
         params = Selection(as_of, as_of, batch_size).parameters()
-        plan_rows = await self._session.rows("status_explain_selection", params)
-        scan = _slot_table_scan(plan_rows[0][0], {SLOT_TABLE, *relations}, set(indexes))
-        table, valid, definition = found[0] if found else (None, False, None)
+        plan = await self.session.value("status_explain_selection", params)
+        scan = _slot_table_scan(plan, {SLOT_TABLE, *parts.partitions}, set(parts.index_partitions))
+        index = found[0] if found else _IndexRow(table_name=None, valid=False, definition=None)
         return SelectionIndex(
             exists=bool(found),
-            valid=bool(valid),
-            table=table,
-            definition=definition,
+            valid=index.valid,
+            table=index.table_name,
+            definition=index.definition,
             scan=scan,
             serves_selection=f"using {SELECTION_INDEX}" in scan,
             size=await self.table_size(),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Mismatch:
+    relation: str
+    problem: str
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class _IndexRow:
+    table_name: str | None
+    valid: bool
+    definition: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Partitions:
+    partitions: list[str]
+    index_partitions: list[str]
 
 
 def _slot_table_scan(
@@ -228,7 +245,7 @@ def _slot_table_scan(
             and node.get("Relation Name", SLOT_TABLE) in relations
         ]
     except (KeyError, IndexError, TypeError) as exc:
-        raise SlotStoreError(f"unexpected EXPLAIN output: {exc!r}") from exc
+        raise StoreError(f"unexpected EXPLAIN output: {exc!r}") from exc
     counted = Counter(steps)
     shown = [
         step if counted[step] == 1 else f"{step} (on {counted[step]} partitions)"

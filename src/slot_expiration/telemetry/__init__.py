@@ -1,6 +1,5 @@
-"""Telemetry recorded around the cycle through hooks."""
+"""Telemetry recorded from the cycle's and the loop's events: each sink a callable."""
 
-from slot_expiration.telemetry.hooks import CycleHooks, FanOutHooks, NoHooks
-from slot_expiration.telemetry.logs import Event, LogHooks, configure_logging
+from slot_expiration.telemetry.logs import LogEvent, LogSink, configure_logging
 
-__all__ = ["CycleHooks", "Event", "FanOutHooks", "LogHooks", "NoHooks", "configure_logging"]
+__all__ = ["LogEvent", "LogSink", "configure_logging"]

@@ -1,10 +1,10 @@
-"""The cycle history as a hooks sink: one row per cycle, written after it ended.
+"""The cycle history as a sink: one row per cycle, written after it ended.
 
-The sink follows each cycle (its start, the batches that committed, the backlog
-and clock it measured) and, once the cycle completed or failed, hands its record
-to `write` in a task of its own: the loop never waits for it, and a write that
-fails (a failed cycle may have left the database unreachable, a role may lack the
-grant) is logged as `history.write_failed` and forgotten. It never fails a cycle.
+Once a cycle ended (CycleEnded: its result, however it ended, and why it failed),
+the sink hands its record to `write` in a task of its own: the loop never waits
+for it, and a write that fails (a failed cycle may have left the database
+unreachable, a role may lack the grant) is logged as `history.write_failed` and
+forgotten. It never fails a cycle.
 `drain` waits a bounded time for the writes still in flight, at shutdown.
 """
 
@@ -13,29 +13,19 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
-from uuid import UUID
 
 import structlog
 
-from slot_expiration.cycle import (
-    CycleResult,
-    CycleTally,
-    FailureKind,
-    StopReason,
-    failure_kind,
-    sqlstate_of,
-)
-from slot_expiration.cycle.result import BatchResult
+from slot_expiration.cycle import CycleEnded, describe, sqlstate_of
 from slot_expiration.domain import utc_now
-from slot_expiration.store import SlotStoreError
-from slot_expiration.store.history_store import CycleOutcome, CycleRecord
-from slot_expiration.telemetry.hooks import NoHooks
-from slot_expiration.telemetry.logs import Event
+from slot_expiration.loop import Event
+from slot_expiration.store import StoreError
+from slot_expiration.store.history_store import CycleRecord
+from slot_expiration.telemetry.logs import LogEvent
 
 # How long one write (connect, insert, purge) may take; past it the row is dropped.
 WRITE_TIMEOUT_SECONDS: Final = 5.0
@@ -44,18 +34,6 @@ WRITE_TIMEOUT_SECONDS: Final = 5.0
 DRAIN_TIMEOUT_SECONDS: Final = WRITE_TIMEOUT_SECONDS + 1.0
 # A database message can be long; the history keeps its start (the log has it whole).
 MAX_ERROR_CHARS: Final = 500
-
-OUTCOMES: Final = {
-    FailureKind.TRANSIENT: CycleOutcome.FAILED,
-    FailureKind.STOPPED: CycleOutcome.INTERRUPTED,
-    FailureKind.BUDGET_EXCEEDED: CycleOutcome.BUDGET_EXCEEDED,
-    FailureKind.MISCONFIGURED: CycleOutcome.MISCONFIGURED,
-    FailureKind.CLOCK_SKEW: CycleOutcome.CLOCK_SKEW,
-}
-STOP_REASONS: Final = {
-    FailureKind.STOPPED: StopReason.INTERRUPTED,
-    FailureKind.BUDGET_EXCEEDED: StopReason.BUDGET_EXCEEDED,
-}
 
 Write = Callable[[CycleRecord], Awaitable[object]]
 
@@ -66,22 +44,11 @@ def default_instance() -> str:
 
 
 @dataclass(slots=True)
-class _Following:
-    """What the sink knows of a cycle in progress."""
-
-    tally: CycleTally
-    started_at: datetime
-    started_monotonic: float
-    backlog: int | None = None
-    clock_skew_seconds: float | None = None
-
-
-@dataclass(slots=True)
 class _Writes:
     pending: set[asyncio.Task[None]] = field(default_factory=set)
 
 
-class HistoryHooks(NoHooks):
+class HistorySink:
     """Records each cycle of this worker instance in the history."""
 
     def __init__(
@@ -90,83 +57,39 @@ class HistoryHooks(NoHooks):
         instance: str,
         *,
         clock: Callable[[], datetime] = utc_now,
-        monotonic: Callable[[], float] = time.monotonic,
         timeout_seconds: float = WRITE_TIMEOUT_SECONDS,
     ) -> None:
         self._write = write
         self.instance = instance
         self._clock = clock
-        self._monotonic = monotonic
         self._timeout_seconds = timeout_seconds
-        self._cycles: dict[UUID, _Following] = {}
         self._writes = _Writes()
         self._log = structlog.get_logger("slot_expiration")
 
-    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
-        following = _Following(CycleTally(run_id, as_of), self._clock(), self._monotonic())
-        self._cycles[run_id] = following
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, CycleEnded):
+            self._submit(self.record(event))
 
-    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
-        if (following := self._cycles.get(run_id)) is not None:
-            following.clock_skew_seconds = skew_seconds
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        if (following := self._cycles.get(run_id)) is not None:
-            following.tally.add(batch)
-
-    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
-        if (following := self._cycles.get(run_id)) is not None:
-            following.backlog = backlog
-
-    def cycle_completed(self, result: CycleResult) -> None:
-        following = self._cycles.pop(result.run_id, None)
-        if following is None:
-            return
-        self._submit(
-            CycleRecord(
-                run_id=result.run_id,
-                instance=self.instance,
-                as_of=result.as_of,
-                started_at=following.started_at,
-                ended_at=self._clock(),
-                outcome=CycleOutcome.SUCCESS,
-                stop_reason=result.stop_reason.value,
-                expired_count=result.expired_count,
-                skipped_locked_count=result.skipped_locked_count,
-                failed_count=result.failed_count,
-                batches=result.batches,
-                duration_ms=result.duration_ms,
-                backlog=result.backlog,
-                clock_skew_seconds=result.clock_skew_seconds,
-            )
-        )
-
-    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        following = self._cycles.pop(run_id, None)
-        if following is None:
-            return
-        kind = failure_kind(error, budget_exceeded=budget_exceeded)
-        tally = following.tally
-        self._submit(
-            CycleRecord(
-                run_id=run_id,
-                instance=self.instance,
-                as_of=tally.as_of,
-                started_at=following.started_at,
-                ended_at=self._clock(),
-                outcome=OUTCOMES[kind],
-                stop_reason=STOP_REASONS.get(kind, StopReason.FAILED).value,
-                expired_count=tally.expired_count,
-                skipped_locked_count=tally.skipped_locked_count,
-                failed_count=tally.failed_count,
-                batches=tally.batches,
-                duration_ms=(self._monotonic() - following.started_monotonic) * 1000.0,
-                backlog=following.backlog,
-                clock_skew_seconds=following.clock_skew_seconds,
-                error_type=type(error).__name__,
-                sqlstate=sqlstate_of(error),
-                error=(str(error) or type(error).__name__)[:MAX_ERROR_CHARS],
-            )
+    def record(self, ended: CycleEnded) -> CycleRecord:
+        result, error = ended.result, ended.error
+        return CycleRecord(
+            run_id=result.run_id,
+            instance=self.instance,
+            as_of=result.as_of,
+            started_at=result.started_at,
+            ended_at=self._clock(),
+            outcome=result.outcome,
+            stop_reason=result.stop_reason.value if result.stop_reason else None,
+            expired_count=result.expired_count,
+            skipped_locked_count=result.skipped_locked_count,
+            failed_count=result.failed_count,
+            batches=result.batches,
+            duration_ms=result.duration_ms,
+            backlog=result.backlog,
+            clock_skew_seconds=result.clock_skew_seconds,
+            error_type=None if error is None else type(error).__name__,
+            sqlstate=sqlstate_of(error),
+            error=None if error is None else describe(error)[:MAX_ERROR_CHARS],
         )
 
     def _submit(self, record: CycleRecord) -> None:
@@ -178,14 +101,14 @@ class HistoryHooks(NoHooks):
         try:
             async with asyncio.timeout(self._timeout_seconds):
                 await self._write(record)
-        except (SlotStoreError, TimeoutError, OSError) as exc:
+        except (StoreError, TimeoutError, OSError) as exc:
             # The cycle's own outcome is logged and counted already; only its row is lost.
             self._log.warning(
-                Event.HISTORY_WRITE_FAILED,
+                LogEvent.HISTORY_WRITE_FAILED,
                 run_id=str(record.run_id),
                 outcome=record.outcome.value,
                 error_type=type(exc).__name__,
-                sqlstate=exc.sqlstate if isinstance(exc, SlotStoreError) else None,
+                sqlstate=exc.sqlstate if isinstance(exc, StoreError) else None,
                 exception=str(exc) or f"no answer within {self._timeout_seconds:g} s",
             )
 

@@ -1,4 +1,4 @@
-"""Liveness of the polling loop, judged from the hooks alone: is it ticking, is it stuck?
+"""Liveness of the polling loop, judged from its events alone: is it ticking, is it stuck?
 
 The ticker ticks every interval whatever the cycles do (a tick during a cycle
 is skipped, and reported), so a live loop reports a tick at least once per
@@ -11,12 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Final
 from uuid import UUID
 
-from slot_expiration.cycle import CycleResult
-from slot_expiration.telemetry.hooks import NoHooks
+from slot_expiration.cycle import CycleEnded, CycleStarted
+from slot_expiration.loop import Event, LoopStarted, LoopStopped, LoopStopping, TickSkipped
 
 # Room for a late wake-up, a slow connect or a slow rollback before the loop
 # counts as dead: the connect timeout of a worker session is 10 s too.
@@ -43,8 +42,8 @@ class LivenessReport:
         }
 
 
-class Liveness(NoHooks):
-    """A CycleHooks sink that remembers the loop's last sign of life."""
+class Liveness:
+    """A sink that remembers the loop's last sign of life."""
 
     def __init__(
         self,
@@ -65,43 +64,37 @@ class Liveness(NoHooks):
         running = now - min(self._cycles.values()) if self._cycles else None
         if running is not None and running > self.stuck_after:
             return LivenessReport(
-                False, "stuck_in_cycle",
+                False,
+                "stuck_in_cycle",
                 f"a cycle has run for {running:.1f} s, past its budget and "
                 f"{SLACK_SECONDS:g} s more ({self.stuck_after:g} s)",
-                since_tick, running,
-            )  # fmt: skip
+                since_tick,
+                running,
+            )
         if self._stopping:
             return LivenessReport(True, "stopping", "stopping gracefully", since_tick, running)
         if since_tick > self.tick_overdue_after:
             return LivenessReport(
-                False, "not_ticking",
+                False,
+                "not_ticking",
                 f"no tick for {since_tick:.1f} s (expected one every "
                 f"{self.tick_overdue_after - SLACK_SECONDS:g} s)",
-                since_tick, running,
-            )  # fmt: skip
+                since_tick,
+                running,
+            )
         return LivenessReport(True, "ok", "ticking", since_tick, running)
 
     def _beat(self) -> None:
         self._last_tick = self._monotonic()
 
-    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
-        self._beat()
-        self._cycles[run_id] = self._last_tick
-
-    def cycle_completed(self, result: CycleResult) -> None:
-        self._cycles.pop(result.run_id, None)
-
-    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        self._cycles.pop(run_id, None)
-
-    def tick_skipped(self, skipped_ticks_total: int) -> None:
-        self._beat()
-
-    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
-        self._beat()
-
-    def loop_stopping(self, cycle_in_flight: bool) -> None:
-        self._stopping = True
-
-    def loop_stopped(self) -> None:
-        self._stopping = True
+    def __call__(self, event: Event) -> None:
+        match event:
+            case CycleStarted(run_id):
+                self._beat()
+                self._cycles[run_id] = self._last_tick
+            case CycleEnded():
+                self._cycles.pop(event.run_id, None)
+            case TickSkipped() | LoopStarted():
+                self._beat()
+            case LoopStopping() | LoopStopped():
+                self._stopping = True

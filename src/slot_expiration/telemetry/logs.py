@@ -6,18 +6,26 @@ import logging
 import sys
 from datetime import datetime
 from typing import Final
-from uuid import UUID
 
 import structlog
 
-from slot_expiration.cycle import BatchResult, CycleResult, failure_kind, sqlstate_of
+from slot_expiration.cycle import (
+    BatchCommitted,
+    BatchResult,
+    ClockCompared,
+    CycleEnded,
+    CycleResult,
+    CycleStarted,
+    describe,
+    sqlstate_of,
+)
+from slot_expiration.loop import Event, LoopStarted, LoopStopped, LoopStopping, TickSkipped
 from slot_expiration.options import LogFormat
-from slot_expiration.telemetry.hooks import NoHooks
-from slot_expiration.telemetry.reasons import FAILURE_REASONS
+from slot_expiration.options.settings import DEFAULT_MAX_CLOCK_SKEW_SECONDS
 from slot_expiration.telemetry.traces import add_trace_id
 
 
-class Event:
+class LogEvent:
     """Event names are a contract with dashboards and log queries: never rename one."""
 
     CYCLE_STARTED: Final = "cycle.started"
@@ -38,35 +46,52 @@ class Event:
     UI_SERVING: Final = "ui.serving"
 
 
-class LogHooks(NoHooks):
+class LogSink:
     """Writes one log event per fact; never one per expired slot."""
 
     def __init__(
         self,
         logger: structlog.typing.FilteringBoundLogger | None = None,
-        max_clock_skew_seconds: float = 30.0,
+        max_clock_skew_seconds: float = DEFAULT_MAX_CLOCK_SKEW_SECONDS,
     ) -> None:
         self._log = logger or structlog.get_logger("slot_expiration")
         self._max_skew = max_clock_skew_seconds
 
-    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
-        self._log.info(Event.CYCLE_STARTED, run_id=str(run_id), as_of=as_of.isoformat())
+    def __call__(self, event: Event) -> None:
+        match event:
+            case CycleStarted(run_id, as_of):
+                self._log.info(LogEvent.CYCLE_STARTED, run_id=str(run_id), as_of=as_of.isoformat())
+            case ClockCompared(run_id, skew) if skew < -self._max_skew:
+                # Ahead fails the cycle (cycle.failed says so); behind only delays expiry.
+                self._log.warning(
+                    LogEvent.CLOCK_BEHIND, run_id=str(run_id), clock_skew_seconds=round(skew, 3)
+                )
+            case BatchCommitted(run_id, batch):
+                self._batch(str(run_id), batch)
+            case CycleEnded(result, None):
+                self._completed(result)
+            case CycleEnded(result, error) if error is not None:
+                self._failed(result, error)
+            case TickSkipped(total):
+                self._log.warning(LogEvent.TICK_SKIPPED, skipped_ticks_total=total)
+            case LoopStarted(interval_seconds, batch_size):
+                self._log.info(
+                    LogEvent.WORKER_STARTED,
+                    interval_seconds=interval_seconds,
+                    batch_size=batch_size,
+                )
+            case LoopStopping(cycle_in_flight):
+                self._log.info(LogEvent.WORKER_STOPPING, cycle_in_flight=cycle_in_flight)
+            case LoopStopped():
+                self._log.info(LogEvent.WORKER_STOPPED)
 
-    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
-        # Ahead fails the cycle (cycle.failed says so); behind only delays expiry.
-        if skew_seconds < -self._max_skew:
-            self._log.warning(
-                Event.CLOCK_BEHIND, run_id=str(run_id), clock_skew_seconds=round(skew_seconds, 3)
-            )
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        run = str(run_id)
+    def _batch(self, run: str, batch: BatchResult) -> None:
         self._log.info(
-            Event.BATCH_SELECTED, run_id=run, batch=batch.number, count=batch.selected_count
+            LogEvent.BATCH_SELECTED, run_id=run, batch=batch.number, count=batch.selected_count
         )
         for failure in batch.failures:
             self._log.error(
-                Event.ITEM_FAILED,
+                LogEvent.ITEM_FAILED,
                 run_id=run,
                 slot_id=str(failure.slot.id),
                 tenant_id=str(failure.slot.tenant_id),
@@ -76,45 +101,31 @@ class LogHooks(NoHooks):
                 next_attempt_at=_iso(failure.next_attempt_at),
             )
 
-    def cycle_completed(self, result: CycleResult) -> None:
-        self._log.info(
-            Event.CYCLE_COMPLETED,
+    def _completed(self, result: CycleResult) -> None:
+        self._log.log(
+            result.outcome.log_level,
+            LogEvent.CYCLE_COMPLETED,
             run_id=str(result.run_id),
             expired_count=result.expired_count,
             skipped_locked_count=result.skipped_locked_count,
             failed_count=result.failed_count,
             batches=result.batches,
-            stop_reason=result.stop_reason.value,
+            stop_reason=result.stop_reason.value if result.stop_reason else None,
             duration_ms=round(result.duration_ms, 3),
             backlog=result.backlog,
             clock_skew_seconds=_rounded(result.clock_skew_seconds),
         )
 
-    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        kind = failure_kind(error, budget_exceeded=budget_exceeded)
-        self._log.error(
-            Event.CYCLE_FAILED,
-            run_id=str(run_id),
-            reason=FAILURE_REASONS[kind],
-            error_class=kind.value,
+    def _failed(self, result: CycleResult, error: BaseException) -> None:
+        self._log.log(
+            result.outcome.log_level,
+            LogEvent.CYCLE_FAILED,
+            run_id=str(result.run_id),
+            reason=result.outcome.value,
             sqlstate=sqlstate_of(error),
             error_type=type(error).__name__,
-            exception=str(error) or type(error).__name__,
+            exception=describe(error),
         )
-
-    def tick_skipped(self, skipped_ticks_total: int) -> None:
-        self._log.warning(Event.TICK_SKIPPED, skipped_ticks_total=skipped_ticks_total)
-
-    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
-        self._log.info(
-            Event.WORKER_STARTED, interval_seconds=interval_seconds, batch_size=batch_size
-        )
-
-    def loop_stopping(self, cycle_in_flight: bool) -> None:
-        self._log.info(Event.WORKER_STOPPING, cycle_in_flight=cycle_in_flight)
-
-    def loop_stopped(self) -> None:
-        self._log.info(Event.WORKER_STOPPED)
 
 
 def _rounded(value: float | None) -> float | None:

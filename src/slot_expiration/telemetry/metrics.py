@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Final
-from uuid import UUID
 
 from prometheus_client import (
     CollectorRegistry,
@@ -27,50 +25,49 @@ from prometheus_client import (
 )
 
 from slot_expiration import __version__
-from slot_expiration.cycle import BatchResult, CycleResult, FailureKind, failure_kind
-from slot_expiration.telemetry.hooks import NoHooks
+from slot_expiration.cycle import (
+    BacklogMeasured,
+    BatchCommitted,
+    ClockCompared,
+    CycleEnded,
+    CycleResult,
+)
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.loop import Event, LoopStarted, TickSkipped
 
 PREFIX: Final = "calendar_slot_expiration"
 # From 1 ms to the longest budget a cycle is likely given (60 s).
 DURATION_BUCKETS: Final = (
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0,
-)  # fmt: skip
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    30.0,
+    60.0,
+)  # fmt: skip - the bucket bounds read as one row of data
 
 
-class Outcome:
-    """Values of the `outcome` label of the cycles counter."""
-
-    SUCCESS: Final = "success"
-    FAILED: Final = "failed"
-    BUDGET_EXCEEDED: Final = "budget_exceeded"
-    MISCONFIGURED: Final = "misconfigured"
-    CLOCK_SKEW: Final = "clock_skew"
-    ALL: Final = (SUCCESS, FAILED, BUDGET_EXCEEDED, MISCONFIGURED, CLOCK_SKEW)
-
-
-OUTCOMES: Final = {
-    FailureKind.TRANSIENT: Outcome.FAILED,
-    FailureKind.STOPPED: Outcome.FAILED,
-    FailureKind.BUDGET_EXCEEDED: Outcome.BUDGET_EXCEEDED,
-    FailureKind.MISCONFIGURED: Outcome.MISCONFIGURED,
-    FailureKind.CLOCK_SKEW: Outcome.CLOCK_SKEW,
-}
-
-
-class MetricsHooks(NoHooks):
-    """A CycleHooks sink that keeps the worker's metrics up to date."""
+class Metrics:
+    """A sink that keeps the worker's metrics up to date."""
 
     def __init__(
         self,
         registry: CollectorRegistry | None = None,
         *,
         wall_clock: Callable[[], float] = time.time,
-        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._wall_clock = wall_clock
-        self._monotonic = monotonic
-        self._cycle_started: dict[UUID, float] = {}
         # `<name>_created` series only double the text format; Prometheus ignores them.
         disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
         self._define(self.registry)
@@ -116,8 +113,8 @@ class MetricsHooks(NoHooks):
         self.cycles = Counter(
             f"{PREFIX}_cycles", "Cycles by outcome.", ["outcome"], registry=registry
         )
-        for outcome in Outcome.ALL:
-            self.cycles.labels(outcome=outcome)  # every outcome is exported from the start
+        for outcome in CycleOutcome:
+            self.cycles.labels(outcome=outcome.value)  # every outcome is exported from the start
         self.misconfigured = Gauge(
             f"{PREFIX}_misconfigured",
             "1 while the last cycle failed on what only a person can fix (a login, a grant, "
@@ -157,46 +154,33 @@ class MetricsHooks(NoHooks):
         """The registry in Prometheus's text format."""
         return generate_latest(self.registry)
 
-    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
-        self._cycle_started[run_id] = self._monotonic()
+    def __call__(self, event: Event) -> None:
+        match event:
+            case ClockCompared(_, skew_seconds):
+                self.clock_skew.set(skew_seconds)
+            case BatchCommitted(_, batch):
+                self.items.inc(batch.expired_count)
+                self.skip_locked.inc(batch.skipped_locked_count)
+                self.errors.inc(batch.failed_count)
+            case BacklogMeasured(_, backlog, quarantined):
+                self.backlog.set(backlog)
+                self.quarantined.set(quarantined)  # parked ones apart
+            case CycleEnded(result):
+                self._ended(result)
+            case TickSkipped():
+                self.skipped_ticks.inc()
+            case LoopStarted(interval_seconds):
+                self.interval.set(interval_seconds)
 
-    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
-        self.clock_skew.set(skew_seconds)
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        self.items.inc(batch.expired_count)
-        self.skip_locked.inc(batch.skipped_locked_count)
-        self.errors.inc(batch.failed_count)
-
-    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
-        self.backlog.set(backlog)
-
-    def cycle_completed(self, result: CycleResult) -> None:
-        self._cycle_started.pop(result.run_id, None)
+    def _ended(self, result: CycleResult) -> None:
         self.cycle_duration.observe(result.duration_ms / 1000.0)
-        self.cycles.labels(outcome=Outcome.SUCCESS).inc()
-        self.misconfigured.set(0)
-        self.last_success.set(self._wall_clock())
-
-    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        started = self._cycle_started.pop(run_id, None)
-        if started is not None:
-            self.cycle_duration.observe(self._monotonic() - started)
-        kind = failure_kind(error, budget_exceeded=budget_exceeded)
-        self.cycles.labels(outcome=OUTCOMES[kind]).inc()
+        self.cycles.labels(outcome=result.outcome.value).inc()
+        if result.outcome is CycleOutcome.SUCCESS:
+            self.misconfigured.set(0)
+            self.last_success.set(self._wall_clock())
         # A transient failure says nothing of the configuration either way.
-        if kind.needs_a_person:
+        elif result.outcome.needs_a_person:
             self.misconfigured.set(1)
-
-    def tick_skipped(self, skipped_ticks_total: int) -> None:
-        self.skipped_ticks.inc()
-
-    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
-        self.interval.set(interval_seconds)
-
-    def quarantine_measured(self, run_id: UUID, count: int) -> None:
-        """The slots in quarantine now, parked ones apart (the cycle reports it)."""
-        self.quarantined.set(count)
 
 
 def exported_metric_names(registry: CollectorRegistry) -> set[str]:

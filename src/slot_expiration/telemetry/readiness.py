@@ -8,17 +8,17 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
 
-from slot_expiration.cycle import CycleResult, failure_kind, sqlstate_of
-from slot_expiration.store.errors import SchemaMissingError, SlotStoreError
+from slot_expiration.cycle import CycleEnded, sqlstate_of
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.loop import Event
+from slot_expiration.store.errors import SchemaMissingError, StoreError
 from slot_expiration.store.schema_version import (
     SchemaPosition,
     ahead_of_release,
     position_of,
     unknown_revision,
 )
-from slot_expiration.telemetry.hooks import NoHooks
 
 SchemaRevision = Callable[[], Awaitable[str | None]]
 
@@ -39,11 +39,11 @@ class ReadinessReport:
         }
 
 
-class Readiness(NoHooks):
+class Readiness:
     """Asks the database for its schema revision on each probe, one probe at a time:
     callers arriving while one runs share its answer, so a burst of /readyz requests
-    costs one database session and waits at most one timeout. As a hooks sink it
-    remembers whether the last cycle failed on what only a person can fix.
+    costs one database session and waits at most one timeout. As a sink it remembers
+    whether the last cycle failed on what only a person can fix.
 
     Its answer is served to whoever can reach the endpoint: the store's messages
     never quote a password (libpq's do not, and a URL whose password would spill
@@ -62,15 +62,16 @@ class Readiness(NoHooks):
         self._probe: asyncio.Task[ReadinessReport] | None = None
         self._needs_a_person: str | None = None
 
-    def cycle_completed(self, result: CycleResult) -> None:
-        self._needs_a_person = None
-
-    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        kind = failure_kind(error, budget_exceeded=budget_exceeded)
-        if kind.needs_a_person:
-            sqlstate = sqlstate_of(error)
+    def __call__(self, event: Event) -> None:
+        if not isinstance(event, CycleEnded):
+            return
+        outcome = event.result.outcome
+        if outcome is CycleOutcome.SUCCESS:
+            self._needs_a_person = None
+        elif outcome.needs_a_person and event.error is not None:
+            sqlstate = sqlstate_of(event.error)
             code = f" (SQLSTATE {sqlstate})" if sqlstate else ""
-            self._needs_a_person = f"the last cycle failed, {kind.value}{code}: {error}"
+            self._needs_a_person = f"the last cycle failed, {outcome.value}{code}: {event.error}"
         # A transient failure leaves what was known of the configuration as it was.
 
     async def report(self) -> ReadinessReport:
@@ -88,7 +89,7 @@ class Readiness(NoHooks):
                 current = await self._schema_revision()
         except SchemaMissingError:
             return self._not_ready("the schema is missing: run `slot-expiration migrate`", None)
-        except SlotStoreError as exc:
+        except StoreError as exc:
             return self._not_ready(f"database: {exc}", None)
         except TimeoutError:
             return self._not_ready(f"the database did not answer within {self._timeout:g} s", None)

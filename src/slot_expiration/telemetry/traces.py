@@ -1,6 +1,6 @@
 """Traces with OpenTelemetry: a span per cycle, a child span per batch.
 
-TraceHooks wraps the other sinks rather than sitting beside them: it opens a
+The tracing sink wraps the other sinks rather than sitting beside them: it opens a
 cycle's span (and makes it current) before they hear of the cycle, and ends it
 after they heard how it ended, so every log line of the cycle carries its
 `trace_id` (see `add_trace_id`). Spans carry counts, ids (run, slot, tenant)
@@ -24,9 +24,17 @@ from uuid import UUID
 from opentelemetry import context, trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
-from slot_expiration.cycle import BatchResult, CycleResult, failure_kind, sqlstate_of
-from slot_expiration.telemetry.hooks import CycleHooks
-from slot_expiration.telemetry.reasons import FAILURE_REASONS
+from slot_expiration.cycle import (
+    BacklogMeasured,
+    BatchCommitted,
+    BatchResult,
+    BatchStarted,
+    ClockCompared,
+    CycleEnded,
+    CycleStarted,
+    sqlstate_of,
+)
+from slot_expiration.loop import Event, Sink
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -51,16 +59,35 @@ class _Open:
     token: object  # the context token that made the span current
 
 
-class TraceHooks:
-    """Records each cycle and batch as spans around the `inner` sinks."""
+class TracedSink:
+    """Records each cycle and batch as spans around the `inner` sink."""
 
-    def __init__(self, inner: CycleHooks, tracer: Tracer) -> None:
+    def __init__(self, inner: Sink, tracer: Tracer) -> None:
         self._inner = inner
         self._tracer = tracer
         self._cycles: dict[UUID, _Open] = {}
         self._batches: dict[UUID, _Open] = {}
 
-    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
+    def __call__(self, event: Event) -> None:
+        match event:
+            case CycleStarted(run_id, as_of):
+                self._open_cycle(run_id, as_of)
+                self._inner(event)
+            case BatchStarted(run_id, number):
+                self._open_batch(run_id, number)
+                self._inner(event)
+            case BatchCommitted(run_id, batch):
+                self._inner(event)
+                if (opened := self._batches.pop(run_id, None)) is not None:
+                    _describe_batch(opened.span, batch)
+                    _close(opened)
+            case CycleEnded():
+                self._cycle_ended(event)
+            case _:
+                self._inner(event)
+                self._describe_cycle(event)
+
+    def _open_cycle(self, run_id: UUID, as_of: datetime) -> None:
         span = self._tracer.start_span(
             CYCLE_SPAN,
             attributes={
@@ -70,24 +97,8 @@ class TraceHooks:
             },
         )
         self._cycles[run_id] = _Open(span, context.attach(trace.set_span_in_context(span)))
-        self._inner.cycle_started(run_id, as_of)
 
-    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
-        self._inner.clock_compared(run_id, skew_seconds)
-        if (cycle := self._cycles.get(run_id)) is not None:
-            cycle.span.set_attribute("slot_expiration.clock_skew_seconds", skew_seconds)
-
-    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
-        self._inner.backlog_measured(run_id, backlog)
-        if (cycle := self._cycles.get(run_id)) is not None:
-            cycle.span.set_attribute("slot_expiration.backlog", backlog)
-
-    def quarantine_measured(self, run_id: UUID, count: int) -> None:
-        self._inner.quarantine_measured(run_id, count)
-        if (cycle := self._cycles.get(run_id)) is not None:
-            cycle.span.set_attribute("slot_expiration.quarantined_slots", count)
-
-    def batch_started(self, run_id: UUID, number: int) -> None:
+    def _open_batch(self, run_id: UUID, number: int) -> None:
         cycle = self._cycles.get(run_id)
         parent = trace.set_span_in_context(cycle.span) if cycle is not None else None
         span = self._tracer.start_span(
@@ -96,56 +107,55 @@ class TraceHooks:
             attributes={"slot_expiration.run_id": str(run_id), "slot_expiration.batch": number},
         )
         self._batches[run_id] = _Open(span, context.attach(trace.set_span_in_context(span)))
-        self._inner.batch_started(run_id, number)
 
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        self._inner.batch_completed(run_id, batch)
-        opened = self._batches.pop(run_id, None)
-        if opened is None:
-            return
-        _describe_batch(opened.span, batch)
-        _close(opened)
+    def _describe_cycle(self, event: Event) -> None:
+        """What the cycle measured, on its span."""
+        match event:
+            case ClockCompared(run_id, skew_seconds) if run_id in self._cycles:
+                self._cycles[run_id].span.set_attribute(
+                    "slot_expiration.clock_skew_seconds", skew_seconds
+                )
+            case BacklogMeasured(run_id, backlog, quarantined) if run_id in self._cycles:
+                self._cycles[run_id].span.set_attributes(
+                    {
+                        "slot_expiration.backlog": backlog,
+                        "slot_expiration.quarantined_slots": quarantined,
+                    }
+                )
 
-    def cycle_completed(self, result: CycleResult) -> None:
-        self._close_batch_in_flight(result.run_id, "the cycle ended before the batch did")
+    def _cycle_ended(self, ended: CycleEnded) -> None:
+        # The batch in flight rolled back: it ends first, and the sinks hear of the
+        # end under the cycle's own span.
+        result, error = ended.result, ended.error
+        why = "the cycle ended before the batch did"
+        self._close_batch_in_flight(
+            result.run_id, why if error is None else f"rolled back: {type(error).__name__}"
+        )
         opened = self._cycles.pop(result.run_id, None)
         with _current(opened):
-            self._inner.cycle_completed(result)
+            self._inner(ended)
         if opened is None:
             return
         opened.span.set_attributes(
             {
+                "slot_expiration.outcome": result.outcome.value,
                 "slot_expiration.batches": result.batches,
                 "slot_expiration.expired_count": result.expired_count,
                 "slot_expiration.skipped_locked_count": result.skipped_locked_count,
                 "slot_expiration.failed_count": result.failed_count,
-                "slot_expiration.stop_reason": result.stop_reason.value,
             }
         )
-        opened.span.set_status(Status(StatusCode.OK))
-        _close(opened)
-
-    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        # The batch in flight rolled back: it ends first, and the sinks hear of the
-        # failure under the cycle's own span.
-        self._close_batch_in_flight(run_id, f"rolled back: {type(error).__name__}")
-        opened = self._cycles.pop(run_id, None)
-        with _current(opened):
-            self._inner.cycle_failed(run_id, error, budget_exceeded=budget_exceeded)
-        if opened is None:
-            return
-        kind = failure_kind(error, budget_exceeded=budget_exceeded)
-        reason = FAILURE_REASONS[kind]
-        attributes: dict[str, str] = {
-            "error.type": type(error).__name__,
-            "slot_expiration.failure_reason": reason,
-            "slot_expiration.error_class": kind.value,
-        }
-        if (sqlstate := sqlstate_of(error)) is not None:
-            attributes["db.response.status_code"] = sqlstate
-        opened.span.set_attributes(attributes)
-        # The type only: a driver's message may quote data or connection details.
-        opened.span.set_status(Status(StatusCode.ERROR, f"{reason}: {type(error).__name__}"))
+        if result.stop_reason is not None:
+            opened.span.set_attribute("slot_expiration.stop_reason", result.stop_reason.value)
+        if error is None:
+            opened.span.set_status(Status(StatusCode.OK))
+        else:
+            opened.span.set_attribute("error.type", type(error).__name__)
+            if (sqlstate := sqlstate_of(error)) is not None:
+                opened.span.set_attribute("db.response.status_code", sqlstate)
+            # The type only: a driver's message may quote data or connection details.
+            reason = f"{result.outcome.value}: {type(error).__name__}"
+            opened.span.set_status(Status(StatusCode.ERROR, reason))
         _close(opened)
 
     def _close_batch_in_flight(self, run_id: UUID, why: str) -> None:
@@ -160,28 +170,16 @@ class TraceHooks:
             opened.span.set_status(Status(StatusCode.ERROR, why))
             opened.span.end()
 
-    def tick_skipped(self, skipped_ticks_total: int) -> None:
-        self._inner.tick_skipped(skipped_ticks_total)
-
-    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
-        self._inner.loop_started(interval_seconds, batch_size)
-
-    def loop_stopping(self, cycle_in_flight: bool) -> None:
-        self._inner.loop_stopping(cycle_in_flight)
-
-    def loop_stopped(self) -> None:
-        self._inner.loop_stopped()
-
 
 def tracing_on(tracer: Tracer) -> bool:
     """Whether spans are recorded: the OTEL_* variables asked for an exporter."""
     return not isinstance(tracer, trace.NoOpTracer)
 
 
-def traced_hooks(inner: CycleHooks, tracer: Tracer) -> CycleHooks:
+def traced(inner: Sink, tracer: Tracer) -> Sink:
     """`inner` inside each cycle's span, or `inner` alone when nothing records spans:
     building their attributes for a no-op tracer costs a batch about 0.3 ms."""
-    return TraceHooks(inner, tracer) if tracing_on(tracer) else inner
+    return TracedSink(inner, tracer) if tracing_on(tracer) else inner
 
 
 def _describe_batch(span: Span, batch: BatchResult) -> None:

@@ -15,10 +15,11 @@ from typing import Any, Final
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.status.render import index_text, schema_text
 from slot_expiration.status.report import CycleSummary, Unreadable
 from slot_expiration.status.wording import age_text, count_of, one_line
-from slot_expiration.store.history_store import CycleOutcome, CycleRecord
+from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.ui.chart import BacklogChart, backlog_chart
 from slot_expiration.ui.snapshot import CHART_WINDOW, UiSnapshot
 

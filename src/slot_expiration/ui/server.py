@@ -18,10 +18,10 @@ from typing import Final
 
 from slot_expiration.domain import utc_now
 from slot_expiration.options.listen_address import ListenAddress
-from slot_expiration.store import SlotStoreError
+from slot_expiration.store import StoreError
 from slot_expiration.telemetry.endpoints import listen_failure
 from slot_expiration.telemetry.http_server import HttpServer, Reply, Request, start_server
-from slot_expiration.ui.errors import UiServeError
+from slot_expiration.ui import UiServeError
 from slot_expiration.ui.page import render_error, render_page, style_hash
 from slot_expiration.ui.snapshot import UiSnapshot, take_snapshot
 
@@ -56,7 +56,7 @@ class UiPages:
         self,
         snapshot: Snapshot,
         credentials: tuple[str, str] | None,
-        describe_failure: Callable[[SlotStoreError], str],
+        describe_failure: Callable[[StoreError], str],
     ) -> None:
         self._snapshot = snapshot
         self._expected = _basic(credentials) if credentials is not None else None
@@ -89,7 +89,7 @@ class UiPages:
         async with self._reads:
             try:
                 snapshot = await self._snapshot()
-            except SlotStoreError as exc:
+            except StoreError as exc:
                 body = render_error(self._describe_failure(exc))
                 return Reply(503, HTML, body.encode(), security_headers())
         return Reply(200, HTML, render_page(snapshot).encode(), security_headers())
@@ -105,7 +105,7 @@ async def serving_ui(
     address: ListenAddress,
     database_url: str,
     credentials: tuple[str, str] | None,
-    describe_failure: Callable[[SlotStoreError], str],
+    describe_failure: Callable[[StoreError], str],
 ) -> AsyncIterator[str]:
     """Serve the page on `address` until the block ends; yields its URL."""
     pages = UiPages(lambda: take_snapshot(database_url, utc_now()), credentials, describe_failure)

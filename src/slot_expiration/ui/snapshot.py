@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
+from slot_expiration.quarantine import QuarantineListing, QuarantineStore
 from slot_expiration.status.report import (
     EXPLAINED_BATCH_SIZE,
     CycleSummary,
@@ -20,7 +21,6 @@ from slot_expiration.status.report import (
 )
 from slot_expiration.store import ApplicationName
 from slot_expiration.store.history_store import BacklogPoint, CycleRecord
-from slot_expiration.store.quarantine_store import QuarantineListing
 from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.store.status_store import SchemaState, SelectionIndex, StatusStore
 
@@ -59,7 +59,9 @@ async def take_snapshot(database_url: str, as_of: datetime) -> UiSnapshot:
                 store, lambda: store.history.backlog_since(as_of - CHART_WINDOW, bucket)
             ),
             backlog_now=await read_part(store, lambda: store.backlog(as_of, BACKLOG_COUNT_CAP)),
-            quarantine=await read_part(store, lambda: store.quarantine.listing(QUARANTINE_SHOWN)),
+            quarantine=await read_part(
+                store, lambda: QuarantineStore(store.session).listing(QUARANTINE_SHOWN)
+            ),
             schema=await read_part(store, store.schema_state),
             index=await read_part(
                 store, lambda: store.selection_index(as_of, EXPLAINED_BATCH_SIZE)

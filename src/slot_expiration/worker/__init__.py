@@ -1,7 +1,6 @@
-"""The worker as the commands run it: options wired to store, cycle, loop and hooks."""
+"""The worker as the commands run it: options wired to store, cycle, loop and sinks."""
 
 from slot_expiration.worker.assembly import (
-    CycleCutShortError,
     build_cycle,
     build_loop,
     check_ready,
@@ -13,7 +12,6 @@ from slot_expiration.worker.assembly import (
 )
 
 __all__ = [
-    "CycleCutShortError",
     "build_cycle",
     "build_loop",
     "check_ready",

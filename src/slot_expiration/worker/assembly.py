@@ -3,53 +3,50 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Final
-from uuid import UUID
 
 import structlog
 
 from slot_expiration.cycle import (
-    BatchResult,
+    CycleEnded,
+    CycleFailed,
     CycleLimits,
     CycleResult,
-    CycleTally,
     ExpiryCycle,
-    FailureKind,
-    PoisonBackoff,
-    StopReason,
     StoreFactory,
-    failure_kind,
     misconfigured,
+    run_cycle,
 )
 from slot_expiration.loop import (
-    CycleBudgetExceededError,
+    Event,
     IntervalTicker,
+    LoopStarted,
     LoopStats,
     LoopTiming,
     PollingLoop,
+    Sink,
     StopSignal,
     Ticker,
     cancel_on_signals,
-    observed_cycle,
+    fan_out,
     stop_on_signals,
 )
 from slot_expiration.options import CycleOptions, WorkerOptions
-from slot_expiration.store import SchemaMissingError, SlotStore, TransactionLimits
+from slot_expiration.quarantine import PoisonBackoff
+from slot_expiration.store import CycleStore, SchemaMissingError, TransactionLimits
 from slot_expiration.store.errors import SchemaFix
-from slot_expiration.store.housekeeping import Housekeeping, record_cycle
 from slot_expiration.store.schema_version import (
     HEAD_REVISION,
     SchemaPosition,
     ahead_of_release,
     position_of,
 )
-from slot_expiration.telemetry import CycleHooks, FanOutHooks, LogHooks, NoHooks
-from slot_expiration.telemetry.history import HistoryHooks, default_instance
-from slot_expiration.telemetry.logs import Event
-from slot_expiration.telemetry.traces import traced_hooks, tracing, tracing_on
+from slot_expiration.telemetry import LogSink
+from slot_expiration.telemetry.history import HistorySink, default_instance
+from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
+from slot_expiration.telemetry.logs import LogEvent
+from slot_expiration.telemetry.traces import traced, tracing, tracing_on
 from slot_expiration.worker.observability import Observability, announce
 
 
@@ -76,7 +73,7 @@ def cycle_limits(options: CycleOptions, *, collect_slots: bool = True) -> CycleL
 
 def store_factory(options: CycleOptions) -> StoreFactory:
     url, limits = options.require_database_url(), transaction_limits(options)
-    return lambda: SlotStore.connect(url, limits, prepare=options.prepared_statements)
+    return lambda: CycleStore.connect(url, limits, prepare=options.prepared_statements)
 
 
 def build_cycle(options: CycleOptions, *, collect_slots: bool = True) -> ExpiryCycle:
@@ -84,13 +81,13 @@ def build_cycle(options: CycleOptions, *, collect_slots: bool = True) -> ExpiryC
     return ExpiryCycle(store_factory(options), cycle_limits(options, collect_slots=collect_slots))
 
 
-def history_hooks(options: CycleOptions) -> HistoryHooks:
+def history_sink(options: CycleOptions) -> HistorySink:
     """The sink that writes each cycle's row in the history (and purges past the
     retention), as this instance."""
     housekeeping = Housekeeping(
         options.require_database_url(), timedelta(days=options.history_retention_days)
     )
-    return HistoryHooks(
+    return HistorySink(
         lambda record: record_cycle(housekeeping, record),
         options.instance_id or default_instance(),
     )
@@ -113,14 +110,14 @@ async def check_ready(options: CycleOptions) -> None:
     position = position_of(revision)
     if revision is not None and position is SchemaPosition.AHEAD:
         log.info(
-            Event.SCHEMA_AHEAD,
+            LogEvent.SCHEMA_AHEAD,
             schema_revision=revision,
             latest_revision=HEAD_REVISION,
             detail=f"{ahead_of_release(revision)}: migrations only add, so this release runs on it",
         )
     elif position is SchemaPosition.BEHIND:
         log.warning(
-            Event.SCHEMA_BEHIND,
+            LogEvent.SCHEMA_BEHIND,
             schema_revision=revision,
             latest_revision=HEAD_REVISION,
             detail=f"the schema is at {revision}, this release's newest is {HEAD_REVISION}: "
@@ -142,105 +139,45 @@ async def wait_for_migrate(options: CycleOptions) -> None:
         if exc.fix is not SchemaFix.MIGRATE:
             raise
         structlog.get_logger("slot_expiration").warning(
-            Event.SCHEMA_BEHIND,
+            LogEvent.SCHEMA_BEHIND,
             schema_revision=None,
             latest_revision=HEAD_REVISION,
             detail=f"{exc}: not ready until then, checked at every tick",
         )
 
 
-class CycleCutShortError(Exception):
-    """A cycle stopped before it finished: `failure` is why, `partial` adds up what its
-    committed batches did (a drain may have committed many before it stopped), and
-    `in_flight` whether a batch was running then (it rolled back)."""
-
-    def __init__(self, failure: BaseException, partial: CycleResult, *, in_flight: bool) -> None:
-        super().__init__(str(failure) or type(failure).__name__)
-        self.failure = failure
-        self.partial = partial
-        self.in_flight = in_flight
-
-    @property
-    def interrupted(self) -> bool:
-        return isinstance(self.failure, asyncio.CancelledError)
-
-
-# The stop_reason of a cycle cut short, by why it stopped.
-CUT_SHORT: Final = {
-    FailureKind.TRANSIENT: StopReason.FAILED,
-    FailureKind.STOPPED: StopReason.INTERRUPTED,
-    FailureKind.BUDGET_EXCEEDED: StopReason.BUDGET_EXCEEDED,
-    FailureKind.MISCONFIGURED: StopReason.MISCONFIGURED,
-    FailureKind.CLOCK_SKEW: StopReason.CLOCK_SKEW,
-}
-
-
-class _Committed(NoHooks):
-    """Adds up the batches a cycle committed, as they commit, and knows whether one
-    is running."""
-
-    def __init__(self) -> None:
-        self.tally: CycleTally | None = None
-        self._started_batches = 0
-        self._clock_skew_seconds: float | None = None
-
-    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
-        self.tally = CycleTally(run_id, as_of)
-
-    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
-        self._clock_skew_seconds = skew_seconds
-
-    def batch_started(self, run_id: UUID, number: int) -> None:
-        self._started_batches = number
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        if self.tally is not None:
-            self.tally.add(batch)
-
-    def cut_short(self, failure: BaseException, started: float) -> CycleCutShortError | None:
-        """What a cycle that started and then failed did (None: it never started)."""
-        if self.tally is None:
-            return None
-        budget = isinstance(failure, CycleBudgetExceededError)
-        kind = (
-            FailureKind.STOPPED
-            if isinstance(failure, asyncio.CancelledError)
-            else failure_kind(failure, budget_exceeded=budget)
-        )
-        elapsed_ms = (time.monotonic() - started) * 1000.0
-        partial = self.tally.result(
-            elapsed_ms, CUT_SHORT[kind], backlog=None, clock_skew_seconds=self._clock_skew_seconds
-        )
-        in_flight = self._started_batches > self.tally.batches
-        return CycleCutShortError(failure, partial, in_flight=in_flight)
-
-
 async def run_once(
     options: CycleOptions,
     as_of: datetime,
-    hooks: CycleHooks | None = None,
+    sink: Sink | None = None,
     *,
     as_of_is_now: bool = False,
 ) -> CycleResult:
     """The `once` command: one cycle under the budget, logged like the loop's cycles.
 
-    Cut short (a signal, the budget, an error after some batches of a drain
-    committed), it raises CycleCutShortError with what did commit.
+    A cycle that does not complete (an error, the budget, a signal) raises
+    CycleFailed with what its committed batches did.
     """
+    ended: list[CycleEnded] = []
+
+    def remember(event: Event) -> None:
+        if isinstance(event, CycleEnded):
+            ended.append(event)
+
     with cancel_on_signals(), tracing() as tracer:
         await check_ready(options)
-        committed, history = _Committed(), history_hooks(options)
-        sinks = [hooks or LogHooks(max_clock_skew_seconds=options.max_clock_skew_seconds)]
-        traced = traced_hooks(FanOutHooks([*sinks, committed, history]), tracer)
-        started = time.monotonic()
+        history = history_sink(options)
+        logs = sink or LogSink(max_clock_skew_seconds=options.max_clock_skew_seconds)
+        emit = traced(fan_out(logs, history, remember), tracer)
         try:
             cycle = build_cycle(options, collect_slots=tracing_on(tracer))
-            return await observed_cycle(
-                cycle, traced, options.max_cycle_seconds, as_of, as_of_is_now=as_of_is_now
+            return await run_cycle(
+                cycle, emit, options.max_cycle_seconds, as_of, as_of_is_now=as_of_is_now
             )
-        except (asyncio.CancelledError, Exception) as failure:
-            if (cut := committed.cut_short(failure, started)) is not None:
-                raise cut from None
+        except asyncio.CancelledError:
+            # The outermost task of `once` ends here: the interrupted cycle is its report.
+            if ended:
+                raise CycleFailed(ended[-1]) from None
             raise
         finally:
             await history.drain()
@@ -248,7 +185,7 @@ async def run_once(
 
 def build_loop(
     options: WorkerOptions,
-    hooks: CycleHooks,
+    emit: Sink,
     ticker: Ticker | None = None,
     *,
     collect_slots: bool = True,
@@ -260,14 +197,14 @@ def build_loop(
     return PollingLoop(
         build_cycle(options, collect_slots=collect_slots),
         ticker or IntervalTicker(options.interval_seconds),
-        hooks,
+        emit,
         timing,
     )
 
 
 async def run_worker(
     options: WorkerOptions,
-    extra_hooks: Sequence[CycleHooks] = (),
+    extra_sinks: Sequence[Sink] = (),
     stop: StopSignal | None = None,
     on_serving: Callable[[str], None] | None = None,
 ) -> LoopStats:
@@ -279,14 +216,14 @@ async def run_worker(
     stop = stop or StopSignal()
     with tracing() as tracer, stop_on_signals(stop):
         observability = Observability.for_worker(options, tracer)
-        logs = LogHooks(max_clock_skew_seconds=options.max_clock_skew_seconds)
-        history = history_hooks(options)
-        hooks = observability.hooks([logs, history, *extra_hooks])
+        logs = LogSink(max_clock_skew_seconds=options.max_clock_skew_seconds)
+        history = history_sink(options)
+        emit = observability.sink([logs, history, *extra_sinks])
         # Listening first: a port already taken fails the start before anything else.
         async with observability.endpoint(options) as url:
             await wait_for_migrate(options)
-            loop = build_loop(options, hooks, collect_slots=tracing_on(tracer))
-            hooks.loop_started(options.interval_seconds, options.batch_size)
+            loop = build_loop(options, emit, collect_slots=tracing_on(tracer))
+            emit(LoopStarted(options.interval_seconds, options.batch_size))
             announce(url, on_serving)
             try:
                 return await loop.run(stop)

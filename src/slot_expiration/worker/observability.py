@@ -10,17 +10,17 @@ from typing import Final
 import structlog
 from opentelemetry.trace import Tracer
 
+from slot_expiration.loop import Sink, fan_out
 from slot_expiration.options import WorkerOptions
 from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.store.session import ApplicationName
 from slot_expiration.store.status_store import StatusStore
 from slot_expiration.telemetry.endpoints import serving
-from slot_expiration.telemetry.hooks import CycleHooks, FanOutHooks
 from slot_expiration.telemetry.liveness import Liveness
-from slot_expiration.telemetry.logs import Event
-from slot_expiration.telemetry.metrics import MetricsHooks
+from slot_expiration.telemetry.logs import LogEvent
+from slot_expiration.telemetry.metrics import Metrics
 from slot_expiration.telemetry.readiness import Readiness
-from slot_expiration.telemetry.traces import traced_hooks
+from slot_expiration.telemetry.traces import traced
 
 PROBE_TIMEOUT_SECONDS: Final = 5.0
 
@@ -42,7 +42,7 @@ def readiness_for(options: WorkerOptions) -> Readiness:
 class Observability:
     """What `run` records and serves besides its logs."""
 
-    metrics: MetricsHooks
+    metrics: Metrics
     liveness: Liveness
     readiness: Readiness
     tracer: Tracer
@@ -50,16 +50,15 @@ class Observability:
     @classmethod
     def for_worker(cls, options: WorkerOptions, tracer: Tracer) -> Observability:
         return cls(
-            metrics=MetricsHooks(),
+            metrics=Metrics(),
             liveness=Liveness(options.interval_seconds, options.max_cycle_seconds),
             readiness=readiness_for(options),
             tracer=tracer,
         )
 
-    def hooks(self, sinks: Sequence[CycleHooks]) -> CycleHooks:
+    def sink(self, sinks: Sequence[Sink]) -> Sink:
         """`sinks` plus metrics, liveness and readiness, all inside each cycle's span."""
-        fan_out = FanOutHooks([*sinks, self.metrics, self.liveness, self.readiness])
-        return traced_hooks(fan_out, self.tracer)
+        return traced(fan_out(*sinks, self.metrics, self.liveness, self.readiness), self.tracer)
 
     @asynccontextmanager
     async def endpoint(self, options: WorkerOptions) -> AsyncIterator[str | None]:
@@ -83,6 +82,6 @@ def announce(url: str | None, on_serving: Announce | None = None) -> None:
     """Log where the endpoint listens (and tell `on_serving`), once the worker is sure to run."""
     if url is None:
         return
-    structlog.get_logger("slot_expiration").info(Event.ENDPOINT_SERVING, url=url)
+    structlog.get_logger("slot_expiration").info(LogEvent.ENDPOINT_SERVING, url=url)
     if on_serving is not None:
         on_serving(url)

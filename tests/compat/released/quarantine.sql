@@ -1,6 +1,6 @@
 -- The quarantine of poison rows (slot_expiration_failures): what the cycle
 -- records and releases in its own transactions, and what an operator lists
--- and retries. Only slot_expiration.store.quarantine_store runs them.
+-- and retries. Only slot_expiration.quarantine.store runs them.
 
 -- name: quarantine_rows
 -- Record the rows the database rejected in this batch, in the batch's own

@@ -1,6 +1,16 @@
 -- The quarantine of poison rows (slot_expiration_failures): what the cycle
 -- records and releases in its own transactions, and what an operator lists
--- and retries. Only slot_expiration.store.quarantine_store runs them.
+-- and retries. Only slot_expiration.quarantine.store runs them.
+
+-- fragment: not_in_quarantine
+-- The selection's part (cycle.sql, due_slot_predicate): slot `s` is not in
+-- quarantine until after `now`, nor parked there (an entry that ended no
+-- longer counts).
+NOT EXISTS (
+    SELECT FROM slot_expiration_failures AS q
+    WHERE q.slot_id = s.id AND q.ended_at IS NULL
+      AND (q.next_attempt_at > %(now)s OR q.parked_at IS NOT NULL)
+)
 
 -- name: quarantine_rows
 -- Record the rows the database rejected in this batch, in the batch's own
@@ -116,8 +126,8 @@ LIMIT %(limit)s;
 -- name: quarantine_total
 -- How many entries are listed, how many of them are parked, and since when the
 -- oldest of the others has been failing.
-SELECT count(*), count(*) FILTER (WHERE q.parked_at IS NOT NULL),
-       min(q.first_failed_at) FILTER (WHERE q.parked_at IS NULL)
+SELECT count(*) AS total, count(*) FILTER (WHERE q.parked_at IS NOT NULL) AS parked,
+       min(q.first_failed_at) FILTER (WHERE q.parked_at IS NULL) AS waiting_since
 FROM slot_expiration_failures AS q
 JOIN availability_slots AS s ON s.id = q.slot_id
 WHERE q.ended_at IS NULL AND s.status = 'Available'

@@ -10,10 +10,10 @@ from datetime import timedelta
 class PoisonBackoff:
     """The first retry comes `base_seconds` after the first failure (one interval by
     default: the spec's "left for the next cycle"); the wait doubles per failure up
-    to `max_seconds`."""
+    to `max_seconds`. Both from --poison-backoff-seconds and --poison-backoff-max-seconds."""
 
-    base_seconds: float = 300.0
-    max_seconds: float = 3_600.0
+    base_seconds: float
+    max_seconds: float
 
     def __post_init__(self) -> None:
         if not 0 < self.base_seconds <= self.max_seconds:

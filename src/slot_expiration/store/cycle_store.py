@@ -1,8 +1,8 @@
 """The worker's repository: one cycle's selection, expiry, preflight and counts.
 
-It runs the named statements of queries.sql on a Session (session.py), which
+It runs the named statements of cycle.sql on a Session (session.py), which
 translates the driver's errors, and turns rows into frozen values. The
-quarantine's own statements are QuarantineStore's, on the same session.
+quarantine's statements run on the same session (QuarantineStore(store.session)).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Self
 from uuid import UUID
 
 from slot_expiration.domain import Slot, SlotRef, SlotStatus
-from slot_expiration.store.quarantine_store import QuarantineStore
 from slot_expiration.store.schema_version import read_schema_revision
 from slot_expiration.store.session import (
     ApplicationName,
@@ -41,7 +41,7 @@ class Selection:
     exclude_ids: tuple[UUID, ...] = ()
 
     def parameters(self) -> dict[str, object]:
-        """The parameters of the due-slot selection (queries.sql, due_slot_predicate)."""
+        """The parameters of the due-slot selection (cycle.sql, due_slot_predicate)."""
         after_start, after_id = self.after or (None, None)
         return {
             "as_of": self.as_of,
@@ -74,24 +74,79 @@ class LockedBatch:
         return len(self.slots) if self.taken is None else self.taken
 
 
+class Problem(StrEnum):
+    """What kind of requirement of a cycle the role does not meet: who fixes it."""
+
+    SCHEMA = "schema"  # a table or column of the worker's own is missing or altered: migrate
+    CALENDAR = "calendar"  # a column of the calendar's table is missing: its owner restores it
+    GRANT = "grant"  # a privilege: `slot-expiration grant`
+    ROW_SECURITY = "row_security"  # a policy hides rows: a permissive one, or BYPASSRLS
+
+
 @dataclass(frozen=True, slots=True)
 class Preflight:
-    """The server's clock, the role, and what it lacks to run a cycle (empty: nothing);
-    when the search_path finds no availability_slots, the schemas that hold one."""
+    """The server's clock, the role, and what it lacks to run a cycle (empty: nothing),
+    each problem with its kind; when the search_path finds no availability_slots, the
+    schemas that hold one. Built from cycle_preflight's columns by name."""
 
     server_clock: datetime
     role: str
-    problems: tuple[str, ...]
-    slot_table_schemas: tuple[str, ...] = ()
-    search_path: str = ""
+    problems: Sequence[str]
+    problem_kinds: Sequence[str]
+    slot_table_schemas: Sequence[str]
+    search_path: str
+
+    def has(self, kind: Problem) -> bool:
+        return kind.value in self.problem_kinds
 
 
-class SlotStore:
+@dataclass(frozen=True, slots=True)
+class _BatchRow:
+    """What the batch statements return, by column name: the window's end, the rows
+    passed over, and (as each statement returns them) the slots, their earlier
+    attempts, or only how many."""
+
+    skipped_locked_count: int
+    window_end_start_at: datetime
+    window_end_id: UUID
+    ids: Sequence[UUID] = ()
+    tenant_ids: Sequence[UUID] = ()
+    previous_attempts: Sequence[int] = ()
+    expired_count: int | None = None
+
+    def locked(self, batch_size: int) -> LockedBatch:
+        taken = len(self.ids) if self.expired_count is None else self.expired_count
+        full = taken >= batch_size
+        return LockedBatch(
+            slots=tuple(
+                SlotRef(id=i, tenant_id=t) for i, t in zip(self.ids, self.tenant_ids, strict=True)
+            ),
+            skipped_locked_count=self.skipped_locked_count,
+            window_end=(self.window_end_start_at, self.window_end_id) if full else None,
+            previous_attempts=tuple(self.previous_attempts),
+            taken=self.expired_count,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StatusCount:
+    status: str
+    slots: int
+
+
+async def counts_by_status(session: Session) -> dict[SlotStatus, int]:
+    """How many slots hold each status (every status, 0 for none)."""
+    counts = dict.fromkeys(SlotStatus, 0)
+    rows = await session.records("count_by_status", StatusCount)
+    counts.update({SlotStatus(row.status): row.slots for row in rows})
+    return counts
+
+
+class CycleStore:
     """The worker's statements over `availability_slots`, on one session."""
 
     def __init__(self, session: Session) -> None:
-        self._session = session
-        self.quarantine = QuarantineStore(session)
+        self.session = session
 
     @classmethod
     @asynccontextmanager
@@ -107,94 +162,57 @@ class SlotStore:
 
     def transaction(self) -> AbstractAsyncContextManager[Transaction]:
         """One batch: committed whole or rolled back whole (see Session.transaction)."""
-        return self._session.transaction()
+        return self.session.transaction()
 
     async def preflight(self) -> Preflight:
-        server_clock, role, problems, schemas, search_path = await self._session.row(
-            "cycle_preflight"
-        )
-        return Preflight(
-            server_clock=server_clock,
-            role=role,
-            problems=tuple(problems),
-            slot_table_schemas=tuple(schemas or ()),
-            search_path=search_path,
-        )
+        return await self.session.record("cycle_preflight", Preflight)
 
     async def schema_revision(self) -> str | None:
         """The migration the schema is at (the role reads the history table: a
         requirement the preflight checks)."""
-        return await read_schema_revision(self._session)
+        return await read_schema_revision(self.session)
 
     async def expire_batch(self, selection: Selection, *, with_slots: bool = True) -> LockedBatch:
         """Lock and expire a batch in one statement; a rejected row fails it whole.
 
         Without `with_slots` only counts come back (`taken`): what logs and metrics
-        need; the slots and their tenants are for a batch's trace span.
+        need; the slots and their tenants are for a batch's trace span. Measured: a
+        drain returning the slots took 1.26 x the bare loop's time instead of ~1.07,
+        the client's CPU 2.6 ms a batch instead of 0.8 (bench section b).
         """
-        if not with_slots:
-            row = await self._session.row("expire_batch_counted", selection.parameters())
-            taken, skipped, end_start, end_id = row
-            return LockedBatch(
-                slots=(),
-                skipped_locked_count=int(skipped),
-                window_end=_window_end(int(taken), selection.batch_size, end_start, end_id),
-                taken=int(taken),
-            )
-        row = await self._session.row("expire_batch", selection.parameters())
-        ids, tenant_ids, skipped, end_start, end_id = row
-        return LockedBatch(
-            slots=_slot_refs(ids, tenant_ids),
-            skipped_locked_count=int(skipped),
-            window_end=_window_end(len(ids), selection.batch_size, end_start, end_id),
-        )
+        name = "expire_batch" if with_slots else "expire_batch_counted"
+        row = await self.session.record(name, _BatchRow, selection.parameters())
+        return row.locked(selection.batch_size)
 
     async def lock_batch(self, selection: Selection) -> LockedBatch:
         """Lock a batch without changing it, for row-by-row expiry."""
-        row = await self._session.row("lock_batch", selection.parameters())
-        ids, tenant_ids, attempts, skipped, end_start, end_id = row
-        return LockedBatch(
-            slots=_slot_refs(ids, tenant_ids),
-            skipped_locked_count=int(skipped),
-            window_end=_window_end(len(ids), selection.batch_size, end_start, end_id),
-            previous_attempts=tuple(int(a) for a in attempts),
-        )
+        row = await self.session.record("lock_batch", _BatchRow, selection.parameters())
+        return row.locked(selection.batch_size)
 
     async def check_constraints_immediately(self) -> None:
         """From here to the end of the transaction, no constraint waits for COMMIT."""
-        await self._session.execute("check_constraints_immediately")
+        await self.session.execute("check_constraints_immediately")
 
     async def expire_slot(self, slot_id: UUID, as_of: datetime) -> bool:
         """Expire one locked slot inside a savepoint, so a rejection spares the batch.
 
         Raises RowRejectedError carrying the slot id when the database refuses it.
         """
-        async with self._session.savepoint(slot_id):
-            rows = await self._session.rows("expire_slot", {"id": slot_id, "as_of": as_of})
-        return bool(rows)
+        async with self.session.savepoint(slot_id):
+            expired = await self.session.column("expire_slot", {"id": slot_id, "as_of": as_of})
+        return bool(expired)
 
     async def insert_slots(self, slots: Iterable[Slot]) -> None:
         params = [asdict(slot) | {"status": slot.status.value} for slot in slots]
-        await self._session.execute_many("insert_slot", params)
+        await self.session.execute_many("insert_slot", params)
 
     async def count_by_status(self) -> dict[SlotStatus, int]:
-        counts = dict.fromkeys(SlotStatus, 0)
-        rows = await self._session.rows("count_by_status")
-        counts.update({SlotStatus(status): count for status, count in rows})
-        return counts
+        return await counts_by_status(self.session)
 
     async def count_backlog(self, as_of: datetime) -> int:
-        return int(await self._session.value("count_backlog", {"as_of": as_of}))
+        return int(await self.session.value("count_backlog", {"as_of": as_of}))
 
     async def count_backlog_capped(self, as_of: datetime | None, cap: int) -> int:
         """Available rows due at `as_of` (None: the database's now), up to `cap` at most."""
         params = {"as_of": as_of, "cap": cap}
-        return int(await self._session.value("count_backlog_capped", params))
-
-
-def _window_end(taken: int, wanted: int, start_at: datetime, slot_id: UUID) -> Position | None:
-    return (start_at, slot_id) if taken >= wanted else None
-
-
-def _slot_refs(ids: Sequence[UUID], tenant_ids: Sequence[UUID]) -> tuple[SlotRef, ...]:
-    return tuple(SlotRef(id=i, tenant_id=t) for i, t in zip(ids, tenant_ids, strict=True))
+        return int(await self.session.value("count_backlog_capped", params))

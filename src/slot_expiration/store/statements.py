@@ -1,7 +1,8 @@
-"""Loads the named statements of a package's `.sql` files.
+"""Loads the named statements of the product's `.sql` files.
 
-The store's `.sql` files are the single home of the product's SQL; code refers
-to a statement by name, unique across the files, and never assembles SQL text.
+The `.sql` files of the store and of the quarantine are the single home of the
+product's SQL; code refers to a statement by name, unique across the files, and
+never assembles SQL text.
 
 A file may also define fragments (`-- fragment: NAME`): SQL that several
 statements share, written once. A statement takes one in with a line
@@ -19,7 +20,8 @@ from typing import LiteralString
 _HEADER = re.compile(r"^-- (?P<kind>name|fragment):(?P<name>.*)$", re.MULTILINE)
 _INCLUDE = re.compile(r"^[ \t]*-- include:[ \t]*(?P<name>\S+)[ \t]*$", re.MULTILINE)
 _VALID_NAME = re.compile(r"[a-z][a-z0-9_]*")
-STORE_PACKAGE = "slot_expiration.store"
+# Where the product's .sql files are: the store's, and the quarantine's beside its store.
+SQL_PACKAGES = ("slot_expiration.store", "slot_expiration.quarantine")
 _MAX_INCLUDE_DEPTH = 4
 
 
@@ -72,23 +74,31 @@ def _clean(body: str) -> str:
     return "\n".join(lines).strip()
 
 
+def sql_texts(*packages: str) -> list[str]:
+    """The text of every `.sql` file of `packages`, in order of package, then of name."""
+    return [
+        entry.read_text(encoding="utf-8")
+        for package in packages
+        for entry in sorted(files(package).iterdir(), key=lambda entry: entry.name)
+        if entry.name.endswith(".sql")
+    ]
+
+
 @cache
-def load_package_queries(package: str) -> dict[str, LiteralString]:
-    """Every named statement of every `.sql` file of `package`."""
-    sources = sorted(files(package).iterdir(), key=lambda entry: entry.name)
-    return parse_queries(
-        *(entry.read_text(encoding="utf-8") for entry in sources if entry.name.endswith(".sql"))
-    )
+def load_package_queries(*packages: str) -> dict[str, LiteralString]:
+    """Every named statement of every `.sql` file of `packages` (a statement may include a
+    fragment of any of them)."""
+    return parse_queries(*sql_texts(*packages))
 
 
 def load_queries() -> dict[str, LiteralString]:
-    """Every named statement of the store's `.sql` files."""
-    return load_package_queries(STORE_PACKAGE)
+    """Every named statement of the product."""
+    return load_package_queries(*SQL_PACKAGES)
 
 
 def query(name: str) -> LiteralString:
-    """The statement called `name` in one of the store's .sql files."""
+    """The statement called `name` in one of the product's .sql files."""
     try:
         return load_queries()[name]
     except KeyError:
-        raise KeyError(f"no statement named {name!r} in the store's .sql files") from None
+        raise KeyError(f"no statement named {name!r} in the product's .sql files") from None

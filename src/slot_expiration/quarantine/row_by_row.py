@@ -7,18 +7,32 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from uuid import UUID
 
-from slot_expiration.cycle.limits import CycleLimits
-from slot_expiration.cycle.result import ItemFailure
 from slot_expiration.domain import SlotRef
+from slot_expiration.quarantine.backoff import PoisonBackoff
+from slot_expiration.quarantine.store import QuarantineEntry, QuarantineStore
 from slot_expiration.store import (
+    CycleStore,
     LockedBatch,
     Position,
-    QuarantineEntry,
     RowRejectedError,
     Selection,
-    SlotStore,
     Transaction,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFailure:
+    """A poison row: the database refused its transition; it stays Available.
+
+    `attempts` counts this failure too; the row is quarantined until
+    `next_attempt_at` (None when the cycle could not record it).
+    """
+
+    slot: SlotRef
+    sqlstate: str
+    message: str
+    attempts: int = 1
+    next_attempt_at: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -46,10 +60,15 @@ class RowByRow:
     next selections pass over them until their next attempt."""
 
     def __init__(
-        self, store: SlotStore, limits: CycleLimits, monotonic: Callable[[], float]
+        self,
+        store: CycleStore,
+        quarantine: QuarantineStore,
+        backoff: PoisonBackoff,
+        monotonic: Callable[[], float],
     ) -> None:
         self._store = store
-        self._limits = limits
+        self._quarantine = quarantine
+        self._backoff = backoff
         self._monotonic = monotonic
         # What the transaction committed, once the server confirmed it (also when a
         # cancellation came during COMMIT: the caller reports it, then stops).
@@ -63,8 +82,8 @@ class RowByRow:
                 await self._store.check_constraints_immediately()
                 locked, want = await self._fill(progress, selection, top_up_until)
                 entries = [_entry(failure) for failure in progress.failures]
-                await self._store.quarantine.record(entries, selection.now)
-                await self._store.quarantine.release(progress.released, selection.now)
+                await self._quarantine.record(entries, selection.now)
+                await self._quarantine.release(progress.released, selection.now)
                 outcome = RowByRowOutcome(
                     expired=tuple(progress.expired),
                     failures=tuple(progress.failures),
@@ -110,7 +129,7 @@ class RowByRow:
                         sqlstate=str(exc.sqlstate),
                         message=str(exc),
                         attempts=attempts,
-                        next_attempt_at=now + self._limits.backoff.delay(attempts),
+                        next_attempt_at=now + self._backoff.delay(attempts),
                     )
                 )
                 rejected += 1

@@ -9,12 +9,18 @@ from uuid import uuid4
 import pytest
 from structlog.testing import capture_logs
 
-from slot_expiration.cycle import ClockSkewError, CycleCancelledError
-from slot_expiration.loop import CycleBudgetExceededError
+from slot_expiration.cycle import (
+    BatchCommitted,
+    ClockSkewError,
+    CycleEnded,
+    CycleProgress,
+    CycleStarted,
+)
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.store import MisconfiguredStoreError, TransientStoreError
-from slot_expiration.store.history_store import CycleOutcome, CycleRecord
-from slot_expiration.telemetry.history import MAX_ERROR_CHARS, HistoryHooks, default_instance
-from tests.support.results import AS_OF, FakeClock, batch, cycle_result
+from slot_expiration.store.history_store import CycleRecord
+from slot_expiration.telemetry.history import MAX_ERROR_CHARS, HistorySink, default_instance
+from tests.support.results import AS_OF, FakeClock, batch, cycle_result, ended
 
 
 class Written:
@@ -37,13 +43,9 @@ def _wall(clock: FakeClock) -> datetime:
     return AS_OF + timedelta(seconds=clock.now - 1_000.0)
 
 
-def _hooks(written: Written, clock: FakeClock, timeout_seconds: float = 5.0) -> HistoryHooks:
-    return HistoryHooks(
-        written,
-        "worker-a:7",
-        clock=lambda: _wall(clock),
-        monotonic=clock,
-        timeout_seconds=timeout_seconds,
+def _hooks(written: Written, clock: FakeClock, timeout_seconds: float = 5.0) -> HistorySink:
+    return HistorySink(
+        written, "worker-a:7", clock=lambda: _wall(clock), timeout_seconds=timeout_seconds
     )
 
 
@@ -52,9 +54,8 @@ async def test_a_completed_cycle_is_one_success_record_with_its_counts() -> None
     hooks = _hooks(written, clock)
     result = cycle_result(expired=7, failed=1, backlog=12, duration_ms=250.0)
 
-    hooks.cycle_started(result.run_id, AS_OF)
     clock.advance(0.25)
-    hooks.cycle_completed(result)
+    hooks(CycleEnded(result))
     await hooks.drain()
 
     (record,) = written.records
@@ -70,35 +71,31 @@ async def test_a_completed_cycle_is_one_success_record_with_its_counts() -> None
 
 
 @pytest.mark.parametrize(
-    ("error", "budget_exceeded", "outcome", "stop_reason"),
+    ("error", "outcome"),
     [
-        (TransientStoreError("server closed the connection", "08006"), False,
-         CycleOutcome.FAILED, "failed"),
-        (MisconfiguredStoreError("no UPDATE (status)", "42501"), False,
-         CycleOutcome.MISCONFIGURED, "failed"),
-        (ClockSkewError(90.0, 30.0), False, CycleOutcome.CLOCK_SKEW, "failed"),
-        (CycleBudgetExceededError("past its budget", 30.0), True,
-         CycleOutcome.BUDGET_EXCEEDED, "budget_exceeded"),
-        (CycleCancelledError("stopped"), False, CycleOutcome.INTERRUPTED, "interrupted"),
+        (TransientStoreError("server closed the connection", "08006"), CycleOutcome.FAILED),
+        (MisconfiguredStoreError("no UPDATE (status)", "42501"), CycleOutcome.MISCONFIGURED),
+        (ClockSkewError(90.0, 30.0), CycleOutcome.CLOCK_SKEW),
+        (TimeoutError("past its budget"), CycleOutcome.BUDGET_EXCEEDED),
+        (asyncio.CancelledError("stopped"), CycleOutcome.INTERRUPTED),
     ],
-)  # fmt: skip
+)
 async def test_a_failed_cycle_is_recorded_with_how_it_ended_and_what_committed_before(
-    error: Exception, budget_exceeded: bool, outcome: CycleOutcome, stop_reason: str
+    error: BaseException, outcome: CycleOutcome
 ) -> None:
     written, clock = Written(), FakeClock()
     hooks = _hooks(written, clock)
-    run_id = uuid4()
+    progress = CycleProgress(uuid4(), AS_OF, AS_OF)  # as the cycle left it
+    progress.clock_skew_seconds = 0.5
+    progress.batch_started()
+    progress.add(batch(expired=3, skipped_locked=2))
+    progress.backlog = 40
 
-    hooks.cycle_started(run_id, AS_OF)
-    hooks.clock_compared(run_id, 0.5)
-    hooks.batch_completed(run_id, batch(expired=3, skipped_locked=2))
-    hooks.backlog_measured(run_id, 40)
-    clock.advance(1.5)
-    hooks.cycle_failed(run_id, error, budget_exceeded=budget_exceeded)
+    hooks(CycleEnded(progress.result(outcome, 1_500.0), error))
     await hooks.drain()
 
     (record,) = written.records
-    assert (record.outcome, record.stop_reason) == (outcome, stop_reason)
+    assert (record.outcome, record.stop_reason) == (outcome, None)  # the outcome says why
     assert (record.expired_count, record.skipped_locked_count, record.batches) == (3, 2, 1)
     assert (record.backlog, record.clock_skew_seconds) == (40, 0.5)
     assert record.duration_ms == 1_500.0
@@ -112,8 +109,7 @@ async def test_a_long_error_message_is_cut_in_the_record() -> None:
     hooks = _hooks(written, clock)
     run_id = uuid4()
 
-    hooks.cycle_started(run_id, AS_OF)
-    hooks.cycle_failed(run_id, TransientStoreError("x" * 5_000, "57P01"), budget_exceeded=False)
+    hooks(ended(CycleOutcome.FAILED, TransientStoreError("x" * 5_000, "57P01"), run_id=run_id))
     await hooks.drain()
 
     assert len(written.records[0].error or "") == MAX_ERROR_CHARS
@@ -125,8 +121,7 @@ async def test_a_failed_write_is_logged_with_the_run_id_and_nothing_is_raised() 
     result = cycle_result()
 
     with capture_logs() as logs:
-        hooks.cycle_started(result.run_id, AS_OF)
-        hooks.cycle_completed(result)
+        hooks(CycleEnded(result))
         await hooks.drain()
 
     (line,) = [entry for entry in logs if entry["event"] == "history.write_failed"]
@@ -143,8 +138,7 @@ async def test_a_write_that_never_answers_is_given_up_at_its_timeout() -> None:
     result = cycle_result()
 
     with capture_logs() as logs:
-        hooks.cycle_started(result.run_id, AS_OF)
-        hooks.cycle_completed(result)
+        hooks(CycleEnded(result))
         await hooks.drain()
 
     assert hooks.writing == 0
@@ -155,20 +149,20 @@ async def test_the_loop_does_not_wait_for_the_write() -> None:
     hooks = _hooks(Written(hang=True), FakeClock())
     result = cycle_result()
 
-    hooks.cycle_started(result.run_id, AS_OF)
-    hooks.cycle_completed(result)  # returns at once: the write runs in a task of its own
+    hooks(CycleEnded(result))  # returns at once: the write runs in a task of its own
 
     assert hooks.writing == 1
     await hooks.drain(timeout_seconds=0)
     assert hooks.writing == 0
 
 
-async def test_events_of_a_cycle_it_did_not_see_start_are_ignored() -> None:
+async def test_only_the_end_of_a_cycle_writes_a_record() -> None:
     written = Written()
     hooks = _hooks(written, FakeClock())
+    run_id = uuid4()
 
-    hooks.batch_completed(uuid4(), batch(expired=1))
-    hooks.cycle_completed(cycle_result())
+    hooks(CycleStarted(run_id, AS_OF))
+    hooks(BatchCommitted(run_id, batch(expired=1)))
     await hooks.drain()
 
     assert written.records == []

@@ -1,4 +1,4 @@
-"""The quarantine of poison rows: the one home of its reads, writes and commands.
+"""The quarantine's table, slot_expiration_failures: every read and write of it.
 
 The cycle records rejected rows and ends the entries of expired ones inside its
 own batch transactions; an operator lists the quarantine, parks slots and makes
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, Self
 from uuid import UUID
 
@@ -51,17 +52,7 @@ class FailedSlot:
     parked_at: datetime | None = None  # retries stopped until `quarantine retry`
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "slot_id": str(self.slot_id),
-            "tenant_id": str(self.tenant_id),
-            "attempts": self.attempts,
-            "first_failed_at": self.first_failed_at.isoformat(),
-            "last_failed_at": self.last_failed_at.isoformat(),
-            "next_attempt_at": self.next_attempt_at.isoformat(),
-            "parked_at": _iso(self.parked_at),
-            "sqlstate": self.sqlstate,
-            "message": self.message,
-        }
+        return _json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,23 +76,19 @@ class EndedEntry:
         return self.ended_status == "Expired"
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "slot_id": str(self.slot_id),
-            "tenant_id": str(self.tenant_id),
-            "attempts": self.attempts,
-            "first_failed_at": self.first_failed_at.isoformat(),
-            "last_failed_at": self.last_failed_at.isoformat(),
-            "parked_at": _iso(self.parked_at),
-            "ended_at": self.ended_at.isoformat(),
-            "ended_status": self.ended_status,
-            "ended_how": "expired" if self.expired else "left_available",
-            "sqlstate": self.sqlstate,
-            "message": self.message,
-        }
+        return _json(self) | {"ended_how": "expired" if self.expired else "left_available"}
 
 
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment is not None else None
+def _json(entry: FailedSlot | EndedEntry) -> dict[str, Any]:
+    """An entry's fields for JSON: ids as text, instants in ISO 8601."""
+    return {
+        name: value.isoformat()
+        if isinstance(value, datetime)
+        else str(value)
+        if isinstance(value, UUID)
+        else value
+        for name, value in asdict(entry).items()
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +179,7 @@ class QuarantineStore:
     async def _named(
         self, name: str, slot_ids: Sequence[UUID], params: dict[str, object]
     ) -> list[UUID]:
-        found = [row[0] for row in await self._session.rows(name, params)]
+        found = await self._session.column(name, params)
         if missing := set(slot_ids) - set(found):
             raise NotQuarantinedError(sorted(str(slot_id) for slot_id in missing))
         return found
@@ -201,13 +188,13 @@ class QuarantineStore:
         """The slots in quarantine and still Available (parked ones too): how many, how
         many of them parked, and the latest `limit`."""
         params = (where or ListingFilter()).parameters()
-        total, parked, since = await self._session.row("quarantine_total", params)
-        rows = await self._session.rows("quarantine_list", params | {"limit": limit})
-        latest = tuple(FailedSlot(*row) for row in rows)
-        return QuarantineListing(int(total), int(parked), latest, since)
+        latest = await self._session.records(
+            "quarantine_list", FailedSlot, params | {"limit": limit}
+        )
+        row = partial(QuarantineListing, latest=tuple(latest))
+        return await self._session.record("quarantine_total", row, params)
 
     async def ended(self, limit: int, where: ListingFilter | None = None) -> tuple[EndedEntry, ...]:
         """Entries that ended, kept for the retention period; the latest end first."""
         params = (where or ListingFilter()).parameters() | {"limit": limit}
-        rows = await self._session.rows("quarantine_ended", params)
-        return tuple(EndedEntry(*row) for row in rows)
+        return tuple(await self._session.records("quarantine_ended", EndedEntry, params))

@@ -1,4 +1,4 @@
-"""One cycle under its budget, reported to the hooks: shared by the loop and `once`."""
+"""One cycle under its budget, its end told exactly once: shared by the loop and `once`."""
 
 from __future__ import annotations
 
@@ -6,76 +6,82 @@ import asyncio
 import time
 from collections.abc import Coroutine
 from datetime import datetime
-from typing import Any, Protocol
-from uuid import uuid4
+from typing import Any, Final, Protocol
 
-from slot_expiration.cycle import CycleCancelledError, CycleResult, CycleRun
-from slot_expiration.loop.signals import StopSignal
-from slot_expiration.telemetry import CycleHooks
+from slot_expiration.cycle.events import CycleEnded, CycleStarted, EmitCycleEvent
+from slot_expiration.cycle.failure import CycleFailed, outcome_of
+from slot_expiration.cycle.result import CycleResult
+from slot_expiration.cycle.run import CycleRun, Stop
+from slot_expiration.domain import CycleOutcome
 
 
 class Cycle(Protocol):
     async def run(self, run: CycleRun) -> CycleResult: ...
 
 
-class CycleBudgetExceededError(TimeoutError):
-    """The cycle ran past its budget; it was abandoned and its batch rolled back."""
-
-    def __init__(self, message: str, budget_seconds: float) -> None:
-        super().__init__(message)
-        self.budget_seconds = budget_seconds
-
-
 # Once a cycle is cancelled (budget spent, or shutdown), how long it may take to
 # unwind before it is cancelled again. The first cancellation lets the driver ask
 # the server to cancel the statement; the second makes it drop the connection at
 # once (a dead network answers neither), and the server then rolls back.
-CANCEL_GRACE_SECONDS = 2.0
+CANCEL_GRACE_SECONDS: Final = 2.0
+
+
+class _BudgetSpentError(TimeoutError):
+    """The cycle ran past its budget; it was abandoned and its batch rolled back."""
+
+
+async def run_cycle(  # noqa: PLR0913 - the clock's two facts and the stop travel apart
+    cycle: Cycle,
+    emit: EmitCycleEvent,
+    budget_seconds: float,
+    as_of: datetime,
+    stop: Stop | None = None,
+    *,
+    as_of_is_now: bool = False,
+) -> CycleResult:
+    """Run one cycle within `budget_seconds` and emit CycleEnded exactly once, however it
+    ends. A cycle that fails raises CycleFailed (what its committed batches did, why, and
+    whether a batch was in flight: it rolled back); a cancellation is re-raised as is, once
+    CycleEnded (interrupted) was emitted. However the network behaves, a cycle ends within
+    its budget plus a few grace seconds.
+    """
+    started = time.monotonic()
+    run = CycleRun(
+        as_of=as_of,
+        as_of_is_now=as_of_is_now,
+        emit=emit,
+        stop_requested=_never if stop is None else stop.requested.is_set,
+        pause=asyncio.sleep if stop is None else stop.pause,
+        deadline=started + budget_seconds,
+    )
+    emit(CycleStarted(run.run_id, as_of))
+    try:
+        result = await _within_budget(cycle.run(run), budget_seconds)
+    except asyncio.CancelledError as cancelled:
+        emit(_ended(run, CycleOutcome.INTERRUPTED, cancelled, started))
+        raise
+    except _BudgetSpentError as overrun:
+        ended = _ended(run, CycleOutcome.BUDGET_EXCEEDED, overrun, started)
+        emit(ended)
+        raise CycleFailed(ended) from overrun
+    except Exception as exc:
+        ended = _ended(run, outcome_of(exc), exc, started)
+        emit(ended)
+        raise CycleFailed(ended) from exc
+    emit(CycleEnded(result))
+    return result
 
 
 def _never() -> bool:
     return False
 
 
-async def observed_cycle(  # noqa: PLR0913 - the clock's two facts and the stop travel apart
-    cycle: Cycle,
-    hooks: CycleHooks,
-    budget_seconds: float,
-    as_of: datetime,
-    stop: StopSignal | None = None,
-    *,
-    as_of_is_now: bool = False,
-) -> CycleResult:
-    """Run one cycle within `budget_seconds`; every outcome reaches the hooks exactly once.
-
-    Batches a cycle committed before it failed were reported to the hooks as
-    they committed; only the batch in flight rolls back. However the network
-    behaves, a cycle ends within its budget plus a few grace seconds.
-    """
-    run = CycleRun(
-        run_id=uuid4(),
-        as_of=as_of,
-        as_of_is_now=as_of_is_now,
-        observer=hooks,
-        stop_requested=_never if stop is None else stop.requested.is_set,
-        pause=asyncio.sleep if stop is None else stop.pause,
-        deadline=time.monotonic() + budget_seconds,
-    )
-    hooks.cycle_started(run.run_id, as_of)
-    try:
-        result = await _within_budget(cycle.run(run), budget_seconds)
-    except asyncio.CancelledError:
-        hooks.cycle_failed(run.run_id, CycleCancelledError("stopped during the cycle"),
-                           budget_exceeded=False)  # fmt: skip
-        raise
-    except CycleBudgetExceededError as overrun:
-        hooks.cycle_failed(run.run_id, overrun, budget_exceeded=True)
-        raise
-    except Exception as exc:
-        hooks.cycle_failed(run.run_id, exc, budget_exceeded=False)
-        raise
-    hooks.cycle_completed(result)
-    return result
+def _ended(
+    run: CycleRun, outcome: CycleOutcome, error: BaseException, started: float
+) -> CycleEnded:
+    progress = run.progress
+    elapsed_ms = (time.monotonic() - started) * 1000.0
+    return CycleEnded(progress.result(outcome, elapsed_ms), error, progress.batch_in_flight)
 
 
 async def _within_budget(work: Coroutine[Any, Any, CycleResult], budget: float) -> CycleResult:
@@ -90,10 +96,9 @@ async def _within_budget(work: Coroutine[Any, Any, CycleResult], budget: float) 
     if await _unwind(task):
         raise asyncio.CancelledError  # stopped while it unwound: the stop wins
     detail = "" if task.cancelled() else f" ({task.exception()})"
-    raise CycleBudgetExceededError(
+    raise _BudgetSpentError(
         f"the cycle ran past its budget of {budget:g} s and its batch in flight "
-        f"was rolled back{detail}",
-        budget,
+        f"was rolled back{detail}"
     )
 
 

@@ -8,28 +8,42 @@ import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from slot_expiration.cycle import ClockSkewError
+from slot_expiration.cycle import (
+    BacklogMeasured,
+    BatchCommitted,
+    ClockCompared,
+    ClockSkewError,
+    CycleEnded,
+    CycleStarted,
+)
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.loop import Event, LoopStarted, TickSkipped
 from slot_expiration.store import MisconfiguredStoreError, SchemaMissingError, TransientStoreError
-from slot_expiration.telemetry.metrics import DURATION_BUCKETS, MetricsHooks
+from slot_expiration.telemetry.metrics import DURATION_BUCKETS, Metrics
 from tests.support.promtool import promtool
-from tests.support.results import AS_OF, FakeClock, batch, cycle_result, failure
+from tests.support.results import AS_OF, FakeClock, batch, cycle_result, ended, failure
 
 P = "calendar_slot_expiration"
 
 
-def _value(hooks: MetricsHooks, name: str, **labels: str) -> float:
+def _value(hooks: Metrics, name: str, **labels: str) -> float:
     value = hooks.registry.get_sample_value(name, labels or None)
     assert value is not None, f"{name}{labels} is not exported"
     return value
 
 
-def _hooks() -> tuple[MetricsHooks, FakeClock, FakeClock]:
-    wall, monotonic = FakeClock(1_796_000_000.0), FakeClock(50.0)
-    return MetricsHooks(wall_clock=wall, monotonic=monotonic), wall, monotonic
+def _hooks() -> tuple[Metrics, FakeClock]:
+    wall = FakeClock(1_796_000_000.0)
+    return Metrics(wall_clock=wall), wall
+
+
+def _feed(metrics: Metrics, *events: Event) -> None:
+    for event in events:
+        metrics(event)
 
 
 def test_every_metric_has_the_name_and_type_the_spec_and_the_issue_give() -> None:
-    hooks, _, _ = _hooks()
+    hooks, _ = _hooks()
 
     families = {f.name: f.type for f in text_string_to_metric_families(hooks.exposition().decode())}
 
@@ -59,8 +73,8 @@ def test_cycle_duration_buckets_resolve_1_ms_to_60_s() -> None:
     assert DURATION_BUCKETS[0] == 0.001
     assert DURATION_BUCKETS[-1] == 60.0
     assert list(DURATION_BUCKETS) == sorted(DURATION_BUCKETS)
-    hooks, _, _ = _hooks()
-    hooks.cycle_completed(cycle_result(duration_ms=3.0))
+    hooks, _ = _hooks()
+    hooks(CycleEnded(cycle_result(duration_ms=3.0)))
 
     bucket = f"{P}_cycle_duration_seconds_bucket"
     assert _value(hooks, bucket, le="0.0025") == 0
@@ -69,10 +83,13 @@ def test_cycle_duration_buckets_resolve_1_ms_to_60_s() -> None:
 
 
 def test_every_outcome_is_exported_at_zero_before_any_cycle() -> None:
-    hooks, _, _ = _hooks()
+    hooks, _ = _hooks()
 
-    for outcome in ("success", "failed", "budget_exceeded", "misconfigured", "clock_skew"):
-        assert _value(hooks, f"{P}_cycles_total", outcome=outcome) == 0
+    for outcome in CycleOutcome:  # a new outcome without its label fails here
+        assert _value(hooks, f"{P}_cycles_total", outcome=outcome.value) == 0
+    assert {"success", "failed", "budget_exceeded", "misconfigured", "clock_skew"} <= {
+        outcome.value for outcome in CycleOutcome
+    }  # the labels dashboards and alerts select by
     assert _value(hooks, f"{P}_last_success_timestamp_seconds") == 0
     assert _value(hooks, f"{P}_backlog") == 0
     assert _value(hooks, f"{P}_interval_seconds") == 0
@@ -80,11 +97,14 @@ def test_every_outcome_is_exported_at_zero_before_any_cycle() -> None:
 
 
 def test_items_skip_locked_and_errors_are_counted_per_batch_as_each_commits() -> None:
-    hooks, _, _ = _hooks()
+    hooks, _ = _hooks()
     run_id = uuid4()
-    hooks.cycle_started(run_id, AS_OF)
-    hooks.batch_completed(run_id, batch(expired=500, skipped_locked=3, number=1))
-    hooks.batch_completed(run_id, batch(expired=200, failures=[failure(), failure()], number=2))
+    _feed(
+        hooks,
+        CycleStarted(run_id, AS_OF),
+        BatchCommitted(run_id, batch(expired=500, skipped_locked=3, number=1)),
+        BatchCommitted(run_id, batch(expired=200, failures=[failure(), failure()], number=2)),
+    )
 
     assert _value(hooks, f"{P}_items_total") == 700
     assert _value(hooks, f"{P}_skip_locked_total") == 3
@@ -92,11 +112,14 @@ def test_items_skip_locked_and_errors_are_counted_per_batch_as_each_commits() ->
 
 
 def test_batches_committed_before_a_cycle_fails_stay_counted() -> None:
-    hooks, _, _ = _hooks()
+    hooks, _ = _hooks()
     run_id = uuid4()
-    hooks.cycle_started(run_id, AS_OF)
-    hooks.batch_completed(run_id, batch(expired=500))
-    hooks.cycle_failed(run_id, ConnectionError("server closed"), budget_exceeded=False)
+    _feed(
+        hooks,
+        CycleStarted(run_id, AS_OF),
+        BatchCommitted(run_id, batch(expired=500)),
+        ended(CycleOutcome.FAILED, ConnectionError("server closed"), run_id=run_id),
+    )
 
     assert _value(hooks, f"{P}_items_total") == 500
     assert _value(hooks, f"{P}_cycles_total", outcome="failed") == 1
@@ -104,11 +127,14 @@ def test_batches_committed_before_a_cycle_fails_stay_counted() -> None:
 
 
 def test_a_completed_cycle_sets_the_backlog_the_last_success_and_observes_its_duration() -> None:
-    hooks, wall, _ = _hooks()
+    hooks, wall = _hooks()
     result = cycle_result(expired=500, backlog=5_500, duration_ms=250.0)
-    hooks.cycle_started(result.run_id, AS_OF)
-    hooks.backlog_measured(result.run_id, 5_500)
-    hooks.cycle_completed(result)
+    _feed(
+        hooks,
+        CycleStarted(result.run_id, AS_OF),
+        BacklogMeasured(result.run_id, 5_500, 0),
+        CycleEnded(result),
+    )
 
     assert _value(hooks, f"{P}_backlog") == 5_500
     assert _value(hooks, f"{P}_last_success_timestamp_seconds") == wall.now
@@ -118,22 +144,24 @@ def test_a_completed_cycle_sets_the_backlog_the_last_success_and_observes_its_du
 
 
 @pytest.mark.parametrize(
-    ("budget_exceeded", "outcome"), [(True, "budget_exceeded"), (False, "failed")]
+    "outcome", [CycleOutcome.BUDGET_EXCEEDED, CycleOutcome.FAILED, CycleOutcome.INTERRUPTED]
 )
 def test_a_failed_cycle_counts_its_outcome_keeps_the_last_success_and_observes_its_duration(
-    budget_exceeded: bool, outcome: str
+    outcome: CycleOutcome,
 ) -> None:
-    hooks, wall, monotonic = _hooks()
-    hooks.cycle_completed(cycle_result(backlog=10))
+    hooks, wall = _hooks()
+    hooks(CycleEnded(cycle_result(backlog=10)))
     success_at = wall.now
     wall.advance(300)
     run_id = uuid4()
-    hooks.cycle_started(run_id, AS_OF)
-    monotonic.advance(30.0)
-    hooks.backlog_measured(run_id, 12)
-    hooks.cycle_failed(run_id, TimeoutError("budget"), budget_exceeded=budget_exceeded)
+    _feed(
+        hooks,
+        CycleStarted(run_id, AS_OF),
+        BacklogMeasured(run_id, 12, 0),
+        ended(outcome, TimeoutError("budget"), run_id=run_id, duration_ms=30_000),
+    )
 
-    assert _value(hooks, f"{P}_cycles_total", outcome=outcome) == 1
+    assert _value(hooks, f"{P}_cycles_total", outcome=outcome.value) == 1
     assert _value(hooks, f"{P}_last_success_timestamp_seconds") == success_at
     assert _value(hooks, f"{P}_backlog") == 12  # measured although the cycle failed
     assert _value(hooks, f"{P}_misconfigured") == 0
@@ -145,63 +173,61 @@ def test_a_failed_cycle_counts_its_outcome_keeps_the_last_success_and_observes_i
 @pytest.mark.parametrize(
     ("error", "outcome"),
     [
-        (MisconfiguredStoreError("permission denied for table availability_slots", "42501"),
-         "misconfigured"),
-        (SchemaMissingError('column "version" does not exist'), "misconfigured"),
-        (ClockSkewError(7_200.0, 30.0), "clock_skew"),
+        (
+            MisconfiguredStoreError("permission denied for table availability_slots", "42501"),
+            CycleOutcome.MISCONFIGURED,
+        ),
+        (SchemaMissingError('column "version" does not exist'), CycleOutcome.MISCONFIGURED),
+        (ClockSkewError(7_200.0, 30.0), CycleOutcome.CLOCK_SKEW),
     ],
-)  # fmt: skip
+)
 def test_a_cycle_only_a_person_can_fix_counts_its_outcome_and_raises_the_gauge_until_a_success(
-    error: Exception, outcome: str
+    error: Exception, outcome: CycleOutcome
 ) -> None:
-    hooks, _, _ = _hooks()
-    run_id = uuid4()
-    hooks.cycle_started(run_id, AS_OF)
-    hooks.cycle_failed(run_id, error, budget_exceeded=False)
+    hooks, _ = _hooks()
+    hooks(ended(outcome, error))
 
-    assert _value(hooks, f"{P}_cycles_total", outcome=outcome) == 1
+    assert _value(hooks, f"{P}_cycles_total", outcome=outcome.value) == 1
     assert _value(hooks, f"{P}_cycles_total", outcome="failed") == 0
     assert _value(hooks, f"{P}_misconfigured") == 1
     transient = TransientStoreError("server closed the connection", "08006")
-    hooks.cycle_failed(uuid4(), transient, budget_exceeded=False)
+    hooks(ended(CycleOutcome.FAILED, transient))
     assert _value(hooks, f"{P}_misconfigured") == 1  # a transient failure proves nothing
-    hooks.cycle_completed(cycle_result())
+    hooks(CycleEnded(cycle_result()))
     assert _value(hooks, f"{P}_misconfigured") == 0
 
 
 def test_the_clock_skew_of_each_cycle_is_exported() -> None:
-    hooks, _, _ = _hooks()
-    hooks.clock_compared(uuid4(), -4.5)
+    hooks, _ = _hooks()
+    hooks(ClockCompared(uuid4(), -4.5))
 
     assert _value(hooks, f"{P}_clock_skew_seconds") == -4.5
 
 
 def test_the_loops_interval_is_exported_when_the_loop_starts() -> None:
-    hooks, _, _ = _hooks()
-    hooks.loop_started(3_600.0, 500)
+    hooks, _ = _hooks()
+    hooks(LoopStarted(3_600.0, 500))
 
     assert _value(hooks, f"{P}_interval_seconds") == 3_600
 
 
 def test_the_quarantine_gauge_follows_the_last_count_measured() -> None:
-    hooks, _, _ = _hooks()
-    hooks.quarantine_measured(uuid4(), 3)
-    hooks.quarantine_measured(uuid4(), 1)
+    hooks, _ = _hooks()
+    _feed(hooks, BacklogMeasured(uuid4(), 0, 3), BacklogMeasured(uuid4(), 0, 1))
 
     assert _value(hooks, f"{P}_quarantined_slots") == 1
 
 
 def test_each_skipped_tick_is_counted() -> None:
-    hooks, _, _ = _hooks()
-    hooks.tick_skipped(1)
-    hooks.tick_skipped(2)
+    hooks, _ = _hooks()
+    _feed(hooks, TickSkipped(1), TickSkipped(2))
 
     assert _value(hooks, f"{P}_skipped_ticks_total") == 2
 
 
 def test_each_sink_has_its_own_registry_and_the_global_one_stays_clean() -> None:
-    first, second = MetricsHooks(), MetricsHooks(CollectorRegistry())
-    first.batch_completed(uuid4(), batch(expired=3))
+    first, second = Metrics(), Metrics(CollectorRegistry())
+    first(BatchCommitted(uuid4(), batch(expired=3)))
 
     assert first.registry is not second.registry
     assert first.registry.get_sample_value(f"{P}_items_total") == 3
@@ -210,12 +236,15 @@ def test_each_sink_has_its_own_registry_and_the_global_one_stays_clean() -> None
 
 
 def test_no_slot_or_tenant_id_ever_appears_in_the_metrics() -> None:
-    hooks, _, _ = _hooks()
+    hooks, _ = _hooks()
     run_id = uuid4()
     expired, failed = batch(expired=20), failure()
-    hooks.cycle_started(run_id, AS_OF)
-    hooks.batch_completed(run_id, batch(expired=expired.expired, failures=[failed]))
-    hooks.cycle_completed(cycle_result(run_id=run_id, expired=20, failed=1))
+    _feed(
+        hooks,
+        CycleStarted(run_id, AS_OF),
+        BatchCommitted(run_id, batch(expired=expired.expired, failures=[failed])),
+        CycleEnded(cycle_result(run_id=run_id, expired=20, failed=1)),
+    )
 
     text = hooks.exposition().decode()
     ids = {str(s.id) for s in expired.expired} | {str(s.tenant_id) for s in expired.expired}
@@ -225,12 +254,15 @@ def test_no_slot_or_tenant_id_ever_appears_in_the_metrics() -> None:
 
 
 def test_promtool_check_metrics_accepts_the_exposition() -> None:
-    hooks, _, _ = _hooks()
+    hooks, _ = _hooks()
     run_id = uuid4()
-    hooks.cycle_started(run_id, AS_OF)
-    hooks.batch_completed(run_id, batch(expired=5, failures=[failure()]))
-    hooks.cycle_completed(cycle_result(run_id=run_id, expired=5, failed=1, backlog=7))
-    hooks.tick_skipped(1)
+    _feed(
+        hooks,
+        CycleStarted(run_id, AS_OF),
+        BatchCommitted(run_id, batch(expired=5, failures=[failure()])),
+        CycleEnded(cycle_result(run_id=run_id, expired=5, failed=1, backlog=7)),
+        TickSkipped(1),
+    )
 
     checked = promtool("check", "metrics", stdin=hooks.exposition())
 

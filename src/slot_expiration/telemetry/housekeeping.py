@@ -13,17 +13,18 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
 
+from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
+from slot_expiration.quarantine import QuarantineStore
 from slot_expiration.store.history_store import CycleRecord, HistoryStore
-from slot_expiration.store.quarantine_store import QuarantineStore
-from slot_expiration.store.session import TransactionLimits
+from slot_expiration.store.session import TransactionLimits, milliseconds
+from slot_expiration.telemetry.history import WRITE_TIMEOUT_SECONDS
 
 # The history write is a few milliseconds of work: a server that takes longer than
-# this is in trouble, and the worker moves on without the row.
-WRITE_TIMEOUT_MS: Final = 5_000
+# the write's own bound is in trouble, and the worker moves on without the row.
 LIMITS: Final = TransactionLimits(
-    statement_timeout_ms=WRITE_TIMEOUT_MS,
-    lock_timeout_ms=2_000,
-    idle_in_transaction_timeout_ms=WRITE_TIMEOUT_MS,
+    statement_timeout_ms=milliseconds(WRITE_TIMEOUT_SECONDS),
+    lock_timeout_ms=milliseconds(DEFAULT_LOCK_TIMEOUT_SECONDS),
+    idle_in_transaction_timeout_ms=milliseconds(WRITE_TIMEOUT_SECONDS),
 )
 
 

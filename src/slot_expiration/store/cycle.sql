@@ -1,5 +1,5 @@
--- The worker's statements, by name: one cycle's selection, expiry and counts.
--- Only slot_expiration.store.slot_store runs them; parameters are bound by
+-- The cycle's statements, by name: one cycle's selection, expiry and counts.
+-- Only slot_expiration.store.cycle_store runs them; parameters are bound by
 -- psycopg (%(name)s), never formatted into the text.
 
 -- fragment: due_slot_predicate
@@ -16,11 +16,8 @@ AND (s.start_at, s.id) > (
     coalesce(%(after_id)s::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
 )
 AND s.id <> ALL (%(exclude_ids)s::uuid[])
-AND NOT EXISTS (
-    SELECT FROM slot_expiration_failures AS q
-    WHERE q.slot_id = s.id AND q.ended_at IS NULL
-      AND (q.next_attempt_at > %(now)s OR q.parked_at IS NOT NULL)
-)
+AND
+    -- include: not_in_quarantine
 
 -- fragment: pick_due_slots
 -- The selection, oldest start_at first; the statements that lock add
@@ -162,16 +159,18 @@ RETURNING id, tenant_id;
 SELECT clock_timestamp() AS server_clock,
        current_user::text AS role,
        coalesce(array_agg(r.problem ORDER BY r.ordinal), '{}') AS problems,
-       (
+       coalesce(array_agg(r.kind ORDER BY r.ordinal), '{}') AS problem_kinds,
+       coalesce((
            -- include: slot_table_schemas_elsewhere
-       ) AS slot_table_schemas,
+       ), '{}') AS slot_table_schemas,
        current_setting('search_path') AS search_path
 FROM (
     -- include: worker_requirement_problems
     UNION ALL
     -- The worker is a cross-tenant system job: a tenant policy would hide rows from it
     -- and it would report nothing due.
-    SELECT 99, 'row-level security on availability_slots hides rows from this role'
+    SELECT 99, 'row-level security on availability_slots hides rows from this role',
+           'row_security'
     WHERE to_regclass('availability_slots') IS NOT NULL
       AND row_security_active('availability_slots')
       AND NOT (

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from datetime import datetime
 from uuid import UUID, uuid4
 
 import pytest
@@ -16,21 +15,33 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from slot_expiration.cycle import BatchResult, CycleResult, CycleRun
-from slot_expiration.loop import CycleBudgetExceededError, observed_cycle
+from slot_expiration.cycle import (
+    BacklogMeasured,
+    BatchCommitted,
+    BatchResult,
+    BatchStarted,
+    CycleEnded,
+    CycleFailed,
+    CycleResult,
+    CycleRun,
+    CycleStarted,
+    run_cycle,
+)
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.loop import Event, LoopStarted, LoopStopped, LoopStopping, TickSkipped
 from slot_expiration.options import LogFormat
-from slot_expiration.telemetry import LogHooks, configure_logging
+from slot_expiration.telemetry import LogSink, configure_logging
 from slot_expiration.telemetry.traces import (
     BATCH_SPAN,
     CYCLE_SPAN,
     MAX_FAILURE_EVENTS,
     MAX_TENANT_IDS,
-    TraceHooks,
+    TracedSink,
     TracingConfigError,
     otlp_requested,
     provider_from_environment,
 )
-from tests.support.results import AS_OF, batch, cycle_result, failure, slot_refs
+from tests.support.results import AS_OF, batch, cycle_result, ended, failure, slot_refs
 
 
 @pytest.fixture
@@ -45,68 +56,32 @@ def _tracer(exporter: InMemorySpanExporter) -> trace.Tracer:
 
 
 class CurrentSpanSeen:
-    """An inner sink that records which span was current when it heard each event."""
+    """An inner sink that records which span was current when it heard each kind of event."""
 
     def __init__(self) -> None:
         self.seen: dict[str, int] = {}
 
-    def _note(self, event: str) -> None:
-        self.seen[event] = trace.get_current_span().get_span_context().span_id
-
-    def cycle_started(self, run_id: UUID, as_of: datetime) -> None:
-        self._note("cycle_started")
-
-    def clock_compared(self, run_id: UUID, skew_seconds: float) -> None:
-        self._note("clock_compared")
-
-    def batch_started(self, run_id: UUID, number: int) -> None:
-        self._note("batch_started")
-
-    def backlog_measured(self, run_id: UUID, backlog: int) -> None:
-        self._note("backlog_measured")
-
-    def quarantine_measured(self, run_id: UUID, count: int) -> None:
-        self._note("quarantine_measured")
-
-    def batch_completed(self, run_id: UUID, batch: BatchResult) -> None:
-        self._note("batch_completed")
-
-    def cycle_completed(self, result: CycleResult) -> None:
-        self._note("cycle_completed")
-
-    def cycle_failed(self, run_id: UUID, error: BaseException, *, budget_exceeded: bool) -> None:
-        self._note("cycle_failed")
-
-    def tick_skipped(self, skipped_ticks_total: int) -> None:
-        self._note("tick_skipped")
-
-    def loop_started(self, interval_seconds: float, batch_size: int) -> None:
-        self._note("loop_started")
-
-    def loop_stopping(self, cycle_in_flight: bool) -> None:
-        self._note("loop_stopping")
-
-    def loop_stopped(self) -> None:
-        self._note("loop_stopped")
+    def __call__(self, event: Event) -> None:
+        self.seen[type(event).__name__] = trace.get_current_span().get_span_context().span_id
 
 
 def _by_name(spans: tuple[ReadableSpan, ...], name: str) -> list[ReadableSpan]:
     return [span for span in spans if span.name == name]
 
 
-def _run_cycle(hooks: TraceHooks, batches: list[BatchResult], run_id: UUID) -> None:
-    hooks.cycle_started(run_id, AS_OF)
+def _run_cycle(hooks: TracedSink, batches: list[BatchResult], run_id: UUID) -> None:
+    hooks(CycleStarted(run_id, AS_OF))
     for item in batches:
-        hooks.batch_started(run_id, item.number)
-        hooks.batch_completed(run_id, item)
+        hooks(BatchStarted(run_id, item.number))
+        hooks(BatchCommitted(run_id, item))
     expired = sum(b.expired_count for b in batches)
-    hooks.cycle_completed(cycle_result(run_id=run_id, expired=expired, batches=len(batches)))
+    hooks(CycleEnded(cycle_result(run_id=run_id, expired=expired, batches=len(batches))))
 
 
 def test_a_cycle_is_one_span_with_the_run_id_as_correlation_id_and_a_child_per_batch(
     exporter: InMemorySpanExporter,
 ) -> None:
-    hooks = TraceHooks(CurrentSpanSeen(), _tracer(exporter))
+    hooks = TracedSink(CurrentSpanSeen(), _tracer(exporter))
     run_id = uuid4()
     _run_cycle(hooks, [batch(expired=3, number=1), batch(expired=2, number=2)], run_id)
 
@@ -126,19 +101,20 @@ def test_a_cycle_is_one_span_with_the_run_id_as_correlation_id_and_a_child_per_b
         assert child.context.trace_id == cycle.context.trace_id
 
 
-def test_the_quarantine_measured_reaches_the_sinks_and_the_cycle_span(
+def test_the_backlog_and_quarantine_measured_reach_the_sinks_and_the_cycle_span(
     exporter: InMemorySpanExporter,
 ) -> None:
     inner = CurrentSpanSeen()
-    hooks = TraceHooks(inner, _tracer(exporter))
+    hooks = TracedSink(inner, _tracer(exporter))
     run_id = uuid4()
-    hooks.cycle_started(run_id, AS_OF)
-    hooks.quarantine_measured(run_id, 4)
-    hooks.cycle_completed(cycle_result(run_id=run_id))
+    hooks(CycleStarted(run_id, AS_OF))
+    hooks(BacklogMeasured(run_id, 9, 4))
+    hooks(CycleEnded(cycle_result(run_id=run_id)))
 
     (cycle,) = _by_name(exporter.get_finished_spans(), CYCLE_SPAN)
     assert (cycle.attributes or {})["slot_expiration.quarantined_slots"] == 4
-    assert inner.seen["quarantine_measured"] == cycle.context.span_id
+    assert (cycle.attributes or {})["slot_expiration.backlog"] == 9
+    assert inner.seen["BacklogMeasured"] == cycle.context.span_id
 
 
 def test_a_batch_span_names_the_tenants_it_touched_expired_and_failed(
@@ -146,7 +122,7 @@ def test_a_batch_span_names_the_tenants_it_touched_expired_and_failed(
 ) -> None:
     tenant, other = uuid4(), uuid4()
     poison = failure(slot_refs(1, tenant_id=other)[0], sqlstate="23514", attempts=2)
-    hooks = TraceHooks(CurrentSpanSeen(), _tracer(exporter))
+    hooks = TracedSink(CurrentSpanSeen(), _tracer(exporter))
     _run_cycle(hooks, [batch(expired=slot_refs(4, tenant_id=tenant), failures=[poison])], uuid4())
 
     (span,) = _by_name(exporter.get_finished_spans(), BATCH_SPAN)
@@ -170,7 +146,7 @@ def test_tenant_ids_and_failure_events_on_a_batch_span_are_bounded(
     exporter: InMemorySpanExporter,
 ) -> None:
     failures = [failure() for _ in range(MAX_FAILURE_EVENTS + 30)]
-    hooks = TraceHooks(CurrentSpanSeen(), _tracer(exporter))
+    hooks = TracedSink(CurrentSpanSeen(), _tracer(exporter))
     _run_cycle(hooks, [batch(expired=500, failures=failures)], uuid4())
 
     (span,) = _by_name(exporter.get_finished_spans(), BATCH_SPAN)
@@ -185,32 +161,30 @@ def test_the_cycle_span_is_current_for_every_sink_from_cycle_started_to_its_end(
     exporter: InMemorySpanExporter,
 ) -> None:
     inner = CurrentSpanSeen()
-    hooks = TraceHooks(inner, _tracer(exporter))
+    hooks = TracedSink(inner, _tracer(exporter))
     _run_cycle(hooks, [batch(expired=1)], uuid4())
 
     spans = exporter.get_finished_spans()
     (cycle,) = _by_name(spans, CYCLE_SPAN)
     (child,) = _by_name(spans, BATCH_SPAN)
-    assert inner.seen["cycle_started"] == cycle.context.span_id
-    assert inner.seen["batch_started"] == child.context.span_id
-    assert inner.seen["batch_completed"] == child.context.span_id
-    assert inner.seen["cycle_completed"] == cycle.context.span_id
+    assert inner.seen["CycleStarted"] == cycle.context.span_id
+    assert inner.seen["BatchStarted"] == child.context.span_id
+    assert inner.seen["BatchCommitted"] == child.context.span_id
+    assert inner.seen["CycleEnded"] == cycle.context.span_id
     assert not trace.get_current_span().get_span_context().is_valid  # detached afterwards
 
 
-@pytest.mark.parametrize(
-    ("budget_exceeded", "reason"), [(True, "budget_exceeded"), (False, "error")]
-)
+@pytest.mark.parametrize("outcome", [CycleOutcome.BUDGET_EXCEEDED, CycleOutcome.FAILED])
 def test_a_failed_cycle_ends_its_span_and_the_batch_in_flight_as_errors_without_the_message(
-    exporter: InMemorySpanExporter, budget_exceeded: bool, reason: str
+    exporter: InMemorySpanExporter, outcome: CycleOutcome
 ) -> None:
     inner = CurrentSpanSeen()
-    hooks = TraceHooks(inner, _tracer(exporter))
+    hooks = TracedSink(inner, _tracer(exporter))
     run_id = uuid4()
-    hooks.cycle_started(run_id, AS_OF)
-    hooks.batch_started(run_id, 1)
+    hooks(CycleStarted(run_id, AS_OF))
+    hooks(BatchStarted(run_id, 1))
     secret = "password=s3cret host db.internal"  # noqa: S105 - what must never leak
-    hooks.cycle_failed(run_id, ConnectionError(secret), budget_exceeded=budget_exceeded)
+    hooks(ended(outcome, ConnectionError(secret), run_id=run_id, batch_in_flight=True))
 
     spans = exporter.get_finished_spans()
     (cycle,) = _by_name(spans, CYCLE_SPAN)
@@ -218,10 +192,11 @@ def test_a_failed_cycle_ends_its_span_and_the_batch_in_flight_as_errors_without_
     assert cycle.status.status_code is StatusCode.ERROR
     assert cycle.attributes is not None
     assert cycle.attributes["error.type"] == "ConnectionError"
-    assert cycle.attributes["slot_expiration.failure_reason"] == reason
+    assert cycle.attributes["slot_expiration.outcome"] == outcome.value
+    assert cycle.status.description == f"{outcome.value}: ConnectionError"
     assert child.status.status_code is StatusCode.ERROR
     assert secret not in repr([s.to_json() for s in spans])
-    assert inner.seen["cycle_failed"] == cycle.context.span_id
+    assert inner.seen["CycleEnded"] == cycle.context.span_id
     assert not trace.get_current_span().get_span_context().is_valid
 
 
@@ -229,14 +204,17 @@ def test_events_outside_a_cycle_pass_through_without_a_span(
     exporter: InMemorySpanExporter,
 ) -> None:
     inner = CurrentSpanSeen()
-    hooks = TraceHooks(inner, _tracer(exporter))
-    hooks.loop_started(300.0, 500)
-    hooks.tick_skipped(1)
-    hooks.loop_stopping(cycle_in_flight=False)
-    hooks.loop_stopped()
+    hooks = TracedSink(inner, _tracer(exporter))
+    for event in (
+        LoopStarted(300.0, 500),
+        TickSkipped(1),
+        LoopStopping(cycle_in_flight=False),
+        LoopStopped(),
+    ):
+        hooks(event)
 
     assert exporter.get_finished_spans() == ()
-    assert set(inner.seen) == {"loop_started", "tick_skipped", "loop_stopping", "loop_stopped"}
+    assert set(inner.seen) == {"LoopStarted", "TickSkipped", "LoopStopping", "LoopStopped"}
     assert set(inner.seen.values()) == {0}
 
 
@@ -244,7 +222,7 @@ def test_the_no_op_tracer_records_nothing_and_log_lines_carry_no_trace_id(
     capsys: pytest.CaptureFixture[str], restore_logging: None
 ) -> None:
     configure_logging(LogFormat.JSON)
-    hooks = TraceHooks(LogHooks(), trace.NoOpTracer())
+    hooks = TracedSink(LogSink(), trace.NoOpTracer())
     _run_cycle(hooks, [batch(expired=1)], uuid4())
 
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
@@ -260,18 +238,21 @@ def test_every_log_line_of_a_cycle_carries_its_trace_id_and_the_loop_lines_do_no
     exporter: InMemorySpanExporter, capsys: pytest.CaptureFixture[str], restore_logging: None
 ) -> None:
     configure_logging(LogFormat.JSON)
-    hooks = TraceHooks(LogHooks(), _tracer(exporter))
-    hooks.loop_started(300.0, 500)
+    hooks = TracedSink(LogSink(), _tracer(exporter))
+    hooks(LoopStarted(300.0, 500))
     _run_cycle(hooks, [batch(expired=2, failures=[failure()])], uuid4())
-    hooks.loop_stopped()
+    hooks(LoopStopped())
 
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     (cycle,) = _by_name(exporter.get_finished_spans(), CYCLE_SPAN)
     trace_id = trace.format_trace_id(cycle.context.trace_id)
     in_cycle = [line for line in lines if not line["event"].startswith("worker.")]
     assert [line["event"] for line in in_cycle] == [
-        "cycle.started", "batch.selected", "item.failed", "cycle.completed",
-    ]  # fmt: skip
+        "cycle.started",
+        "batch.selected",
+        "item.failed",
+        "cycle.completed",
+    ]
     assert {line["trace_id"] for line in in_cycle} == {trace_id}
     assert all("trace_id" not in line for line in lines if line["event"].startswith("worker."))
 
@@ -330,17 +311,17 @@ async def test_a_budget_that_cuts_a_batch_short_ends_both_spans_and_logs_no_cont
 ) -> None:
     """The cycle body runs in a task of its own; its batch span is cut by the budget."""
     configure_logging(LogFormat.JSON)
-    hooks = TraceHooks(LogHooks(), _tracer(exporter))
+    hooks = TracedSink(LogSink(), _tracer(exporter))
     never = asyncio.Event()
 
     class HangingBatch:
         async def run(self, run: CycleRun) -> CycleResult:
-            run.observer.batch_started(run.run_id, 1)
+            run.emit(BatchStarted(run.run_id, 1))
             await never.wait()  # a batch that never commits
             raise AssertionError("unreachable")
 
-    with pytest.raises(CycleBudgetExceededError):
-        await observed_cycle(HangingBatch(), hooks, budget_seconds=0.05, as_of=AS_OF)
+    with pytest.raises(CycleFailed):
+        await run_cycle(HangingBatch(), hooks, budget_seconds=0.05, as_of=AS_OF)
 
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert [line["event"] for line in lines] == ["cycle.started", "cycle.failed"]
