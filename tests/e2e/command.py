@@ -201,6 +201,10 @@ def _child_setup(open_files: tuple[int, int] | None) -> Callable[[], None]:
     return setup
 
 
+# The longest line of a command's output a test reads (a JSON document is one line).
+LINE_LIMIT_BYTES = 4 * 1024 * 1024
+
+
 @asynccontextmanager
 async def started(
     *args: str,
@@ -222,6 +226,7 @@ async def started(
         env=clean_env(env),
         cwd=cwd,
         preexec_fn=_child_setup(open_files),
+        limit=LINE_LIMIT_BYTES,
     )
     running = Running((Path(program[-1]).name, *args), process)
     try:

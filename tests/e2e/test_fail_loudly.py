@@ -122,6 +122,30 @@ async def test_run_on_a_clock_two_hours_fast_is_unready_counts_clock_skew_and_ex
     assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
 
 
+async def test_run_on_a_clock_two_hours_slow_stamps_its_last_success_on_the_databases_clock(
+    db: SlotDatabase,
+) -> None:
+    """Stamped on its own clock, the last success of a host two hours slow would look two
+    hours old to the no-success alert while the worker succeeds every second."""
+    await db.insert(past_slots(3))
+
+    async with started(
+        "run", "--interval-seconds", "1", "--database-url", db.url, prefix=_clock_ahead("-2h")
+    ) as worker:
+        url = await endpoint_url(worker)
+        await worker.until(lambda: worker.logged("cycle.completed"), "a completed cycle")
+        stamped = await _metric(url, "calendar_slot_expiration_last_success_timestamp_seconds")
+        cursor = await db.conn.execute("SELECT extract(epoch FROM now())::float8")
+        (database_now,) = await cursor.fetchone() or (None,)
+        worker.send_signal(signal.SIGTERM)
+        done = await worker.wait()
+
+    assert done.returncode == 0, done.describe()
+    assert stamped is not None
+    assert database_now is not None
+    assert abs(database_now - stamped) < 60  # its own clock would be 7,200 s off
+
+
 def _clock_ahead(offset: str) -> tuple[str, ...]:
     """libfaketime preloaded by `env`, which execs: the worker keeps the pid that signals
     reach (the `faketime` wrapper forks, and a SIGTERM to it would miss the worker)."""

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from slot_expiration.domain import SlotStatus
+from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.store.migrate import head_revision
 from slot_expiration.store.privileges import grant_privileges
@@ -264,24 +264,35 @@ async def test_check_warns_of_a_backlog_above_5000_not_coming_down_and_of_an_hou
     now = datetime.now(UTC)
     poison = await _seed_backlog_and_a_poison_slot(db, now)
     await run_command("once", "--batch-size", "1", "--database-url", secret_url)
-    await db.conn.execute(BACKLOG, {"now": now, "count": 5_001})  # a success, then a wave
+    await db.conn.execute(BACKLOG, {"now": now, "count": 5_001})  # a wave, then stuck
+    for minutes_ago in (10, 5):  # two successes of one worker in a row, expiring none
+        await record_cycle(
+            Housekeeping(db.url, timedelta(days=14)),
+            cycle_record(now - timedelta(minutes=minutes_ago), instance="w", backlog=5_003),
+        )
     fresh = await run_command("status", "--check", "--database-url", secret_url)
     await db.conn.execute(QUARANTINED_AN_HOUR_AGO)
 
     done = await run_command("status", "--check", "--database-url", secret_url)
     as_json = await run_command("status", "--check", "--json", "--database-url", secret_url)
 
-    backlog = r"WARNING: backlog 5003 > 5000, not down from 2 \d+s ago"
-    assert re.fullmatch(backlog, fresh.stdout.strip()), fresh.describe()  # quarantined now
+    backlog = "WARNING: backlog 5003 > 5000, not down over 30m 0s"
+    assert fresh.stdout.strip() == backlog, fresh.describe()  # quarantined minutes ago
     assert done.returncode == 1, done.describe()
-    assert re.fullmatch(f"{backlog}; 1 slot in quarantine, for 1h 0m", done.stdout.strip())
+    assert re.fullmatch(
+        f"{backlog}; 1 slot in quarantine, the oldest for 1h 0m", done.stdout.strip()
+    )
     check = json.loads(as_json.stdout)["check"]
     assert (check["level"], check["exit_code"]) == ("WARNING", 1)
+    assert [f["runbook_section"] for f in check["findings"]] == [
+        "worker-hung-or-backlog-growing",
+        "a-poison-slot-that-never-expires",
+    ]
     assert as_json.returncode == 1
     parked = await run_command("quarantine", "park", poison, "--database-url", secret_url)
     assert parked.returncode == 0, parked.describe()
     again = await run_command("status", "--check", "--database-url", secret_url)
-    assert re.fullmatch(backlog, again.stdout.strip()), again.describe()  # parked: left out
+    assert again.stdout.strip() == backlog, again.describe()  # parked: left out
 
 
 async def test_check_is_quiet_on_a_backlog_above_5000_coming_down(
@@ -293,7 +304,9 @@ async def test_check_is_quiet_on_a_backlog_above_5000_coming_down(
         cycle_record(now - timedelta(minutes=35), instance="worker-a", backlog=7_000),
     )
     await db.conn.execute(BACKLOG, {"now": now, "count": 5_003})
-    once = await run_command("once", "--batch-size", "1", "--database-url", secret_url)
+    once = await run_command(
+        "once", "--batch-size", "1", "--instance-id", "worker-a", "--database-url", secret_url
+    )
     assert once.returncode == 0, once.describe()
 
     done = await run_command("status", "--check", "--database-url", secret_url)
@@ -319,14 +332,104 @@ FROM generate_series(1, %(count)s) AS i
 """
 
 
-async def test_check_on_an_unreachable_database_is_one_critical_line_without_the_password(
+async def test_check_on_an_unreachable_database_is_unknown_exit_3_on_one_line_without_the_password(
     closed_port: int,
 ) -> None:
     url = f"postgresql://calendar:{PASSWORD}@127.0.0.1:{closed_port}/calendar"
 
     done = await run_command("status", "--check", "--database-url", url)
 
-    assert done.returncode == 2, done.describe()
+    assert done.returncode == 3, done.describe()
     (line,) = done.stdout.splitlines()
-    assert line.startswith("CRITICAL: cannot connect to the database")
+    assert line.startswith("UNKNOWN: cannot connect to the database")
     assert PASSWORD not in done.stdout + done.stderr
+    assert done.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "line"),
+    [
+        ([], {}, "UNKNOWN: no database URL: pass --database-url or set "),
+        (
+            ["--interval-seconds", "0", "--database-url", "postgresql://u@127.0.0.1/db"],
+            {},
+            "UNKNOWN: --interval-seconds / SLOT_EXPIRATION_INTERVAL_SECONDS: ",
+        ),
+        (["--no-such-flag"], {}, "UNKNOWN: No such option '--no-such-flag'."),
+        (
+            ["--database-url", "mysql://u@127.0.0.1/db"],
+            {},
+            "UNKNOWN: --database-url / SLOT_EXPIRATION_DATABASE_URL: ",
+        ),
+    ],
+    ids=["no URL", "an interval of 0", "an unknown flag", "not a PostgreSQL URL"],
+)
+async def test_check_with_a_wrong_option_is_unknown_exit_3_one_line_on_stdout(
+    args: list[str], env: dict[str, str], line: str
+) -> None:
+    done = await run_command("status", "--check", *args, env=env)
+
+    assert done.returncode == 3, done.describe()
+    (printed,) = done.stdout.splitlines()
+    assert printed.startswith(line), printed
+    assert done.stderr == ""
+
+
+async def test_without_check_a_wrong_option_stays_a_usage_error_on_stderr() -> None:
+    done = await run_command("status", "--no-such-flag")
+
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("slot-expiration: error: No such option '--no-such-flag'.")
+
+
+async def test_check_no_longer_counts_an_instance_gone_since_another_cycled(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    """A misconfigured replica replaced by a healthy one (or an ad-hoc `once` on a fast clock
+    beside a worker that succeeds every second): the deployment's cycles since decide."""
+    now = datetime.now(UTC)
+    history = Housekeeping(db.url, timedelta(days=14))
+    await record_cycle(
+        history,
+        cycle_record(
+            now - timedelta(minutes=3),
+            CycleOutcome.MISCONFIGURED,
+            instance="old:1",
+            sqlstate="42501",
+            error="role slot_worker cannot run a cycle: no UPDATE (status) on availability_slots",
+        ),
+    )
+    for seconds_ago in range(120, 0, -1):  # the new replica, every second since
+        await record_cycle(history, cycle_record(now - timedelta(seconds=seconds_ago)))
+
+    done = await run_command(
+        "status", "--check", "--interval-seconds", "1", "--database-url", secret_url
+    )
+    slow = await run_command("status", "--check", "--database-url", secret_url)
+
+    assert done.returncode == 0, done.describe()
+    assert done.stdout.startswith("OK: last success ")
+    # Told nothing of the interval (5 minutes), the old one is still within two of them.
+    assert slow.returncode == 2, slow.describe()
+    assert slow.stdout.startswith("CRITICAL: old:1 is misconfigured: role slot_worker")
+
+
+async def test_status_measures_on_the_databases_clock_whatever_the_workers(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    """A worker two hours slow succeeds, one two hours fast is refused: neither writes its
+    cycle two hours away from the database's time."""
+    await db.insert([make_slot(timedelta(minutes=-5), as_of=datetime.now(UTC))])
+    slow = await run_command("once", "--database-url", secret_url, prefix=("faketime", "-f", "-2h"))
+    fast = await run_command("once", "--database-url", secret_url, prefix=("faketime", "-f", "+2h"))
+    assert (slow.returncode, fast.returncode) == (0, 1), slow.describe() + fast.describe()
+
+    check = await run_command("status", "--check", "--database-url", secret_url)
+    report = await run_command("status", "--json", "--database-url", secret_url)
+
+    cycles = json.loads(report.stdout)["cycles"]
+    for last in (cycles["last_success"], cycles["last_failure"]):
+        assert 0 <= last["age_seconds"] < 60, last
+    assert cycles["last_failure"]["outcome"] == "clock_skew"
+    assert check.stdout.startswith("CRITICAL: "), check.describe()  # the fast one, a person
+    assert "no successful cycle" not in check.stdout

@@ -13,7 +13,7 @@ from structlog.testing import capture_logs
 from slot_expiration.cycle import ClockSkewError, CycleFailed, run_cycle
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.loop import fan_out
-from slot_expiration.store.history_store import BacklogPoint, HistoryStore
+from slot_expiration.store.history_store import HistoryStore
 from slot_expiration.store.status_store import StatusStore
 from slot_expiration.telemetry.history import HistorySink
 from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
@@ -200,12 +200,15 @@ async def test_the_status_reads_the_last_success_and_failure_of_any_instance(
         await record_cycle(Housekeeping(db.url, RETENTION), record)
 
     async with StatusStore.connect(db.url, "slot-expiration-status") as store:
-        success = await store.history.latest([CycleOutcome.SUCCESS])
+        success = await store.history.latest_success()
+        failure = await store.history.latest_failure()
         recent = await store.history.outcomes_since(AS_OF - timedelta(hours=1))
         latest = await store.history.latest_per_instance(AS_OF - timedelta(hours=1))
 
     assert success is not None
     assert (success.instance, success.ended_at) == ("b:2", AS_OF - timedelta(minutes=20))
+    assert failure is not None
+    assert (failure.instance, failure.outcome) == ("a:1", CycleOutcome.MISCONFIGURED)
     assert [(c.instance, c.outcome.value, c.cycles) for c in recent] == [
         ("a:1", "misconfigured", 1),
         ("a:1", "success", 1),
@@ -217,28 +220,26 @@ async def test_the_status_reads_the_last_success_and_failure_of_any_instance(
     ]
 
 
-async def test_the_backlog_trend_starts_at_the_latest_cycle_before_the_window_else_the_oldest(
+async def test_the_backlogs_samples_are_every_cycle_since_a_moment_oldest_first(
     db: SlotDatabase,
 ) -> None:
-    at = AS_OF - timedelta(minutes=30)
-    async with StatusStore.connect(db.url, "slot-expiration-status") as store:
-        empty = await store.history.backlog_before(at)
     records = [
-        cycle_record(AS_OF - timedelta(minutes=45), backlog=9_000),
-        cycle_record(AS_OF - timedelta(minutes=35), backlog=8_000),
-        cycle_record(AS_OF - timedelta(minutes=31), backlog=None),  # a failed count
+        cycle_record(AS_OF - timedelta(minutes=45), backlog=9_000, expired=500),
+        cycle_record(AS_OF - timedelta(minutes=35), backlog=8_000, instance="b:2"),
+        cycle_record(AS_OF - timedelta(minutes=31), CycleOutcome.FAILED, backlog=None),
         cycle_record(AS_OF - timedelta(minutes=5), backlog=6_000),
     ]
     for record in records:
         await record_cycle(Housekeeping(db.url, RETENTION), record)
 
     async with StatusStore.connect(db.url, "slot-expiration-status") as store:
-        before = await store.history.backlog_before(at)
-        younger = await store.history.backlog_before(AS_OF - timedelta(hours=2))
+        samples = await store.history.backlog_samples(AS_OF - timedelta(minutes=40))
 
-    assert empty is None
-    assert before == BacklogPoint(records[1].ended_at, 8_000)
-    assert younger == BacklogPoint(records[0].ended_at, 9_000)
+    assert [(s.instance, s.outcome, s.backlog, s.expired_count) for s in samples] == [
+        ("b:2", CycleOutcome.SUCCESS, 8_000, 0),
+        ("worker-a:101", CycleOutcome.FAILED, None, 0),
+        ("worker-a:101", CycleOutcome.SUCCESS, 6_000, 0),
+    ]
 
 
 _LIMITS = Housekeeping("postgresql://unused", RETENTION).limits

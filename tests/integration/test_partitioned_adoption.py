@@ -156,7 +156,7 @@ async def test_status_on_a_partitioned_calendar_sees_the_index_serve_and_counts_
     _monthly(empty_database_url)
     upgrade(empty_database_url)
 
-    report = await collect_status(empty_database_url, AS_OF, batch_size=500)
+    report = await collect_status(empty_database_url, batch_size=500)
 
     index = report.index
     assert isinstance(index, SelectionIndex)

@@ -192,6 +192,26 @@ async def test_a_parked_slot_is_passed_over_even_when_due_until_it_is_retried(
     assert retried.quarantined == [0]
 
 
+async def test_the_oldest_slot_in_quarantine_is_aged_from_its_first_rejection_parked_ones_apart(
+    db: SlotDatabase,
+) -> None:
+    slots = await db.insert(past_slots(3))
+    await db.install_poison_trigger([s.id for s in slots[:2]], "P0001")
+    first = await run_cycle(db.url, clock=lambda: NOW)
+    async with QuarantineStore.connect(db.url, LIMITS) as store:
+        await store.park([slots[0].id], NOW)
+    later = NOW + timedelta(hours=2)  # past any backoff: slot 1 is rejected again
+
+    again = await run_cycle(db.url, clock=lambda: later)
+    async with QuarantineStore.connect(db.url, LIMITS) as store:
+        await store.park([slots[1].id], later)
+    none_left = await run_cycle(db.url, clock=lambda: later)
+
+    assert (first.quarantined, first.oldest_quarantined) == ([2], [0.0])
+    assert (again.quarantined, again.oldest_quarantined) == ([1], [7_200.0])
+    assert (none_left.quarantined, none_left.oldest_quarantined) == ([0], [None])
+
+
 async def test_retry_all_leaves_parked_slots_parked(db: SlotDatabase) -> None:
     slots = await db.insert(past_slots(2))
     await db.install_poison_trigger([s.id for s in slots], "P0001")

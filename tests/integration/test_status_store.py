@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 import psycopg
@@ -235,12 +235,21 @@ async def test_an_invalid_index_is_reported_invalid_and_not_serving(db: SlotData
     assert (index.exists, index.valid, index.serves_selection) == (True, False, False)
 
 
-async def test_collect_status_gathers_the_whole_report(db: SlotDatabase) -> None:
-    poison = make_slot(timedelta(hours=-5))
-    await db.insert([poison, make_slot(timedelta(minutes=-3)), make_slot(timedelta(hours=1))])
+async def test_collect_status_gathers_the_whole_report_on_the_databases_clock(
+    db: SlotDatabase,
+) -> None:
+    now = datetime.now(UTC)
+    poison = make_slot(timedelta(hours=-5), as_of=now)
+    await db.insert(
+        [
+            poison,
+            make_slot(timedelta(minutes=-3), as_of=now),
+            make_slot(timedelta(hours=1), as_of=now),
+        ]
+    )
     await quarantine(db, poison.id, attempts=3, minutes_ago=10)
 
-    report = await collect_status(db.url, AS_OF, batch_size=500)
+    report = await collect_status(db.url, batch_size=500)
 
     document = report.as_json()
     assert document["schema"] == {
@@ -255,7 +264,8 @@ async def test_collect_status_gathers_the_whole_report(db: SlotDatabase) -> None
     assert document["counts"] == {"Available": 3, "Booked": 0, "Expired": 0, "Archived": 0}
     assert document["backlog"] == {"count": 2, "capped": False, "cap": 100_000}
     assert document["oldest_overdue"]["slot_id"] == str(poison.id)
-    assert document["oldest_overdue"]["age_seconds"] == 5 * 3600
+    # Measured from the database's now, a moment after `now` above.
+    assert 5 * 3600 <= document["oldest_overdue"]["age_seconds"] < 5 * 3600 + 60
     assert document["oldest_overdue"]["quarantined"] is True
     assert document["worker_sessions"] == {
         "application_name": "slot-expiration",
@@ -323,7 +333,7 @@ async def test_status_as_a_read_only_account_reads_every_part(
     with password_role(pg_server) as role:
         await grant_privileges(db.url, role.name, GrantMode.READ_ONLY)
 
-        report = await collect_status(role.url_for(db.url), AS_OF, batch_size=500)
+        report = await collect_status(role.url_for(db.url), batch_size=500)
 
     parts = report.as_json()
     assert not [
@@ -341,7 +351,7 @@ async def test_a_part_the_role_may_not_read_says_why_and_the_rest_still_prints(
         await grant_privileges(db.url, role.name, GrantMode.READ_ONLY)
         await db.execute(f'REVOKE SELECT ON slot_expiration_failures FROM "{role.name}"')
 
-        report = await collect_status(role.url_for(db.url), AS_OF, batch_size=500)
+        report = await collect_status(role.url_for(db.url), batch_size=500)
 
     assert isinstance(report.quarantine, Unreadable)
     assert report.quarantine.sqlstate == "42501"
@@ -362,7 +372,7 @@ async def test_a_dropped_column_and_table_are_named_in_the_schema_part(db: SlotD
     await db.execute("ALTER TABLE availability_slots DROP COLUMN version")
     await db.execute("DROP TABLE slot_expiration_failures")
 
-    report = await collect_status(db.url, AS_OF, batch_size=500)
+    report = await collect_status(db.url, batch_size=500)
 
     assert isinstance(report.schema, SchemaState)
     assert report.schema.contract_mismatches == ("column version is missing",)
@@ -376,7 +386,7 @@ async def test_the_schema_part_tells_the_calendars_table_from_the_workers_own(
     await db.execute("ALTER TABLE availability_slots DROP COLUMN version")
     await db.execute("ALTER TABLE slot_expiration_failures RENAME COLUMN attempts TO tries")
 
-    report = await collect_status(db.url, AS_OF, batch_size=500)
+    report = await collect_status(db.url, batch_size=500)
 
     assert isinstance(report.schema, SchemaState)
     assert report.schema.worker_mismatches == (
@@ -384,7 +394,8 @@ async def test_the_schema_part_tells_the_calendars_table_from_the_workers_own(
     )
     (line,) = [line for line in render_text(report).splitlines() if line.startswith("schema")]
     assert line == (
-        "schema         0006, but column version is missing: availability_slots no longer fits "
+        f"schema         {head_revision()}, but column version is missing: availability_slots "
+        "no longer fits "
         "the table contract, restore it (migrate cannot); and column "
         "slot_expiration_failures.attempts does not exist: run `slot-expiration migrate`"
     )

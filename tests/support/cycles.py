@@ -34,12 +34,14 @@ class BatchLog:
     started: list[int] = field(default_factory=list)
     backlogs: list[int] = field(default_factory=list)
     quarantined: list[int] = field(default_factory=list)
+    oldest_quarantined: list[float | None] = field(default_factory=list)
 
     def __call__(self, event: CycleEvent) -> None:
         match event:
-            case BacklogMeasured(_, backlog, quarantined):
+            case BacklogMeasured(_, backlog, quarantined, oldest):
                 self.backlogs.append(backlog)
                 self.quarantined.append(quarantined)
+                self.oldest_quarantined.append(oldest)
             case BatchStarted(_, number):
                 self.started.append(number)
             case BatchCommitted(_, batch):
@@ -53,6 +55,8 @@ class Outcome:
     result: CycleResult
     batches: list[BatchResult]
     quarantined: list[int] = field(default_factory=list)  # as the cycle reported it
+    # How long the oldest of them had been failing, as the cycle measured it.
+    oldest_quarantined: list[float | None] = field(default_factory=list)
 
     @property
     def expired(self) -> list[SlotRef]:
@@ -135,4 +139,4 @@ async def run_cycle(
     )
     log = BatchLog()
     run = CycleRun(as_of=as_of, emit=log, stop_requested=stop_requested or (lambda: False))
-    return Outcome(await cycle.run(run), log.batches, log.quarantined)
+    return Outcome(await cycle.run(run), log.batches, log.quarantined, log.oldest_quarantined)

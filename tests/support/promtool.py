@@ -12,6 +12,8 @@ TIMEOUT_SECONDS = 60
 REPOSITORY = Path(__file__).resolve().parents[2]
 ALERTS = REPOSITORY / "deploy" / "prometheus" / "alerts.yml"
 ALERTS_TEST = REPOSITORY / "deploy" / "prometheus" / "alerts_test.yml"
+# The same rules over days (a dead deployment keeps alerting), evaluated every 5 minutes.
+ALERTS_TEST_DAYS = REPOSITORY / "deploy" / "prometheus" / "alerts_test_days.yml"
 DASHBOARD = REPOSITORY / "deploy" / "grafana" / "calendar-overview.json"
 RUNBOOK = REPOSITORY / "docs" / "runbooks" / "slot-expiration.md"
 # Where the runbook is published: the placeholder that alerts.yml and the dashboard hold

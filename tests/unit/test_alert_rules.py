@@ -1,11 +1,10 @@
-"""deploy/prometheus/alerts.yml: valid, named as the issue says, and shown firing and not firing
-by `promtool test rules` (deploy/prometheus/alerts_test.yml)."""
+"""deploy/prometheus/alerts.yml: valid, named as the issues give them, and shown firing and not
+firing by `promtool test rules` (deploy/prometheus/alerts_test.yml, alerts_test_days.yml)."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from tests.support.dashboard import dashboard
 from tests.support.promtool import (
     ALERTS,
     ALERTS_TEST,
+    ALERTS_TEST_DAYS,
     DASHBOARD,
     RUNBOOK_BASE,
     promtool,
@@ -24,26 +24,47 @@ from tests.support.promtool import (
 
 ALERT_NAMES = (
     "SlotExpirationNoSuccessfulCycle",
+    "SlotExpirationNotReporting",
     "SlotExpirationBacklogHigh",
     "SlotExpirationItemErrors",
     "SlotExpirationMisconfigured",
 )
+# What the no-success alert reads: each deployment's last success and interval, remembered.
+RECORDS = (
+    "namespace_job:calendar_slot_expiration_last_success_timestamp_seconds:max",
+    "namespace_job:calendar_slot_expiration_interval_seconds:max",
+)
+# How a summary names the deployment: namespace/job, or the job alone without a namespace.
+DEPLOYMENT = "{{ with $labels.namespace }}{{ . }}/{{ end }}{{ $labels.job }}"
+
+
+def _document() -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(ALERTS.read_text(encoding="utf-8"))
+    return document
 
 
 def _rules() -> dict[str, dict[str, Any]]:
-    document = yaml.safe_load(ALERTS.read_text(encoding="utf-8"))
-    return {rule["alert"]: rule for group in document["groups"] for rule in group["rules"]}
+    return {
+        rule["alert"]: rule
+        for group in _document()["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }
 
 
 def test_promtool_accepts_the_rule_file() -> None:
     checked = promtool("check", "rules", str(ALERTS))
 
     assert checked.returncode == 0, checked.output
-    assert "SUCCESS: 4 rules found" in checked.output
+    assert f"SUCCESS: {len(ALERT_NAMES) + len(RECORDS)} rules found" in checked.output
 
 
 def test_the_alerts_are_named_exactly_as_the_issues_give_them() -> None:
     assert tuple(_rules()) == ALERT_NAMES
+    records = [
+        rule["record"] for g in _document()["groups"] for rule in g["rules"] if "record" in rule
+    ]
+    assert tuple(records) == RECORDS
 
 
 @pytest.mark.parametrize("name", ALERT_NAMES)
@@ -62,7 +83,8 @@ def test_each_alert_is_per_deployment_and_names_it_in_its_summary(name: str) -> 
 
     assert "by (namespace, job)" in rule["expr"]
     for annotation in ("summary", "description"):
-        assert "{{ $labels.namespace }}/{{ $labels.job }}" in rule["annotations"][annotation]
+        assert DEPLOYMENT in rule["annotations"][annotation]
+        assert "{{ $labels.namespace }}/" not in rule["annotations"][annotation]
 
 
 def test_one_substitution_of_the_runbook_base_moves_every_runbook_link_and_nothing_else() -> None:
@@ -71,7 +93,12 @@ def test_one_substitution_of_the_runbook_base_moves_every_runbook_link_and_nothi
     other = "https://git.example.org/calendar/slot-expiration/-/blob/main/docs/runbooks/x.md"
     alerts = yaml.safe_load(ALERTS.read_text(encoding="utf-8").replace(RUNBOOK_BASE, other))
     board = json.loads(DASHBOARD.read_text(encoding="utf-8").replace(RUNBOOK_BASE, other))
-    moved = {rule["alert"]: rule for group in alerts["groups"] for rule in group["rules"]}
+    moved = {
+        rule["alert"]: rule
+        for group in alerts["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }
 
     for name, rule in _rules().items():
         url = rule["annotations"]["runbook_url"]
@@ -114,96 +141,178 @@ def _without_urls(node: Any) -> Any:
 
 
 def test_promtool_rule_tests_show_each_alert_firing_and_not_firing() -> None:
-    tested = promtool("test", "rules", ALERTS_TEST.name, cwd=ALERTS_TEST.parent)
-
-    assert tested.returncode == 0, tested.output
-    cases = yaml.safe_load(ALERTS_TEST.read_text(encoding="utf-8"))["tests"]
-    checks = [check for case in cases for check in case["alert_rule_test"]]
+    checks = []
+    for tests in (ALERTS_TEST, ALERTS_TEST_DAYS):
+        tested = promtool("test", "rules", tests.name, cwd=tests.parent)
+        assert tested.returncode == 0, tested.output
+        cases = yaml.safe_load(tests.read_text(encoding="utf-8"))["tests"]
+        checks += [check for case in cases for check in case["alert_rule_test"]]
     for name in ALERT_NAMES:
         outcomes = [bool(c["exp_alerts"]) for c in checks if c["alertname"] == name]
         assert True in outcomes, f"no test shows {name} firing"
         assert False in outcomes, f"no test shows {name} not firing"
 
 
-# A weakened or broken rule must make the rule tests fail: they really discriminate.
+NO_SUCCESS, NOT_REPORTING = "SlotExpirationNoSuccessfulCycle", "SlotExpirationNotReporting"
+BACKLOG, ITEMS, MISCONFIGURED = (
+    "SlotExpirationBacklogHigh",
+    "SlotExpirationItemErrors",
+    "SlotExpirationMisconfigured",
+)
+LAST_SUCCESS = "namespace_job:calendar_slot_expiration_last_success_timestamp_seconds:max"
+UP = 'up{job=~"(.+/)?slot-expiration"}'
+# A weakened or broken rule must make the rule tests fail: they really discriminate. Each
+# mutation names the alert whose tests must catch it (only those run: promtool is slow).
 MUTATIONS = {
-    # SlotExpirationNoSuccessfulCycle
-    "no-success threshold of 2 hours": ("1800 * group by", "7200 * group by"),
-    "no-success threshold below 30 minutes at a short interval": ("> 1800\n", "> 0\n"),
+    # SlotExpirationNoSuccessfulCycle and the records it reads
+    "no-success threshold of 2 hours": (NO_SUCCESS, "1800 * group by", "7200 * group by"),
+    "no-success threshold below 30 minutes at a short interval": (
+        NO_SUCCESS,
+        "> 1800\n",
+        "> 0\n",
+    ),
     "no-success threshold blind to the interval": (
-        "calendar_slot_expiration_interval_seconds[1d]",
-        "calendar_slot_expiration_no_such_gauge[1d]",
+        NO_SUCCESS,
+        "max by (namespace, job) (calendar_slot_expiration_interval_seconds)",
+        "max by (namespace, job) (calendar_slot_expiration_no_such_gauge)",
     ),
-    "no-success threshold of one interval": ("3 * max by", "1 * max by"),
+    "no-success threshold of one interval": (NO_SUCCESS, "3 * namespace_job", "1 * namespace_job"),
     "no-success silent without the interval gauge": (
+        NO_SUCCESS,
+        f"1800 * group by (namespace, job) ({LAST_SUCCESS})",
         "1800 * group by (namespace, job) "
-        "(last_over_time(calendar_slot_expiration_last_success_timestamp_seconds[1d]))",
-        "1800 * group by (namespace, job) "
-        "(last_over_time(calendar_slot_expiration_interval_seconds[1d]))",
-    ),
-    "no-success without the no-replica branch": (
-        "\n          or\n          absent_over_time(",
-        "\n          and\n          absent_over_time(",
+        "(namespace_job:calendar_slot_expiration_interval_seconds:max)",
     ),
     "no-success over live replicas only": (
-        "max_over_time(calendar_slot_expiration_last_success_timestamp_seconds[1d])",
-        "calendar_slot_expiration_last_success_timestamp_seconds",
+        NO_SUCCESS,
+        f"\n            or\n            last_over_time({LAST_SUCCESS}[1d])",
+        "",
     ),
     "no-success forgets replicas gone for an hour": (
-        "max_over_time(calendar_slot_expiration_last_success_timestamp_seconds[1d])",
+        NO_SUCCESS,
+        f"last_over_time({LAST_SUCCESS}[1d])",
         "max_over_time(calendar_slot_expiration_last_success_timestamp_seconds[1h])",
     ),
     "no-success across deployments": (
-        "time() - max by (namespace, job) (max_over_time(",
-        "time() - max by (job) (max_over_time(",
+        NO_SUCCESS,
+        "max by (namespace, job) (\n            calendar_slot_expiration_last_success",
+        "max by (job) (\n            calendar_slot_expiration_last_success",
+    ),
+    "no-success says a duration since 1970 for a deployment that never succeeded": (
+        NO_SUCCESS,
+        f"\n          or\n          {LAST_SUCCESS} == 0",
+        "",
+    ),
+    # SlotExpirationNotReporting
+    "not-reporting blind to targets down": (NOT_REPORTING, f"{UP} == 0", f"{UP} == 2"),
+    "not-reporting blind to a target scraped without cycles": (
+        NOT_REPORTING,
+        "(calendar_slot_expiration_cycles_total) > 0",
+        "(calendar_slot_expiration_cycles_total) >= 0",
+    ),
+    "not-reporting without the no-target branch": (
+        NOT_REPORTING,
+        "or\n          label_replace(absent(",
+        "and\n          label_replace(absent(",
+    ),
+    "not-reporting on a brief restart": (NOT_REPORTING, "    for: 10m", "    for: 0m"),
+    "not-reporting slower than 15 minutes": (NOT_REPORTING, "    for: 10m", "    for: 16m"),
+    "not-reporting across deployments": (
+        NOT_REPORTING,
+        "== 1)\n            unless on (namespace, job)",
+        "== 1)\n            unless on ()",
+    ),
+    "not-reporting blind to the PodMonitor's job": (
+        NOT_REPORTING,
+        f"{UP} == 0",
+        'up{job="slot-expiration"} == 0',
     ),
     # SlotExpirationBacklogHigh
-    "backlog threshold of 10000": ("> 5000", "> 10000"),
-    "backlog not sustained": ("    for: 15m", "    for: 0m"),
-    "backlog trend ignored": ("[30m:]) >= 0", "[30m:]) >= -1e9"),
-    "backlog trend over one cycle": ("[30m:]", "[5m:]"),
-    "backlog trend per replica": (
-        "delta(max by (namespace, job) (calendar_slot_expiration_backlog > 0)[30m:])",
-        "max by (namespace, job) (delta(calendar_slot_expiration_backlog[30m]))",
+    "backlog threshold of 10000": (
+        BACKLOG,
+        "(calendar_slot_expiration_backlog) > 5000",
+        "(calendar_slot_expiration_backlog) > 10000",
     ),
-    "backlog trend counts the zeros before a first cycle": (
-        "(calendar_slot_expiration_backlog > 0)[30m:]",
-        "(calendar_slot_expiration_backlog)[30m:]",
+    "backlog not sustained": (BACKLOG, "    for: 15m", "    for: 0m"),
+    "backlog trend ignored": (
+        BACKLOG,
+        "(calendar_slot_expiration_backlog_change) >= 0",
+        "(calendar_slot_expiration_backlog_change) >= -1e9",
     ),
-    "backlog trend across deployments": (
+    "backlog trend from the gauge over 30 minutes": (
+        BACKLOG,
+        "min by (namespace, job) (calendar_slot_expiration_backlog_change) >= 0",
+        "delta(max by (namespace, job) (calendar_slot_expiration_backlog > 0)[30m:]) >= 0",
+    ),
+    "backlog trend from the replica that sees it worst": (
+        BACKLOG,
+        "min by (namespace, job) (calendar_slot_expiration_backlog_change)",
+        "max by (namespace, job) (calendar_slot_expiration_backlog_change)",
+    ),
+    "backlog across deployments": (
+        BACKLOG,
         "and on (namespace, job)\n"
-        "          delta(max by (namespace, job) (calendar_slot_expiration_backlog > 0)",
-        "and on ()\n          delta(max(calendar_slot_expiration_backlog > 0)",
+        "            min by (namespace, job) (calendar_slot_expiration_backlog_change)",
+        "and on ()\n            min(calendar_slot_expiration_backlog_change)",
+    ),
+    "backlog forgets a deployment whose replicas died": (
+        BACKLOG,
+        "max by (namespace, job) (last_over_time(calendar_slot_expiration_backlog[4d])) > 5000",
+        "max by (namespace, job) (calendar_slot_expiration_backlog) > 5000",
+    ),
+    "backlog keeps firing beside the no-success alert": (
+        BACKLOG,
+        'ALERTS{alertname="SlotExpirationNoSuccessfulCycle", alertstate="firing"}',
+        'ALERTS{alertname="SlotExpirationNoSuchAlert", alertstate="firing"}',
+    ),
+    "backlog reads gone replicas beside live ones": (
+        BACKLOG,
+        "\n            unless on (namespace, job)\n"
+        "            max by (namespace, job) (calendar_slot_expiration_backlog)\n",
+        "\n",
     ),
     # SlotExpirationItemErrors
-    "item errors on the attempts counter": (
+    "item errors on the count of slots in quarantine": (
+        ITEMS,
+        "max by (namespace, job) (calendar_slot_expiration_quarantine_oldest_age_seconds) > 3600",
         "max by (namespace, job) (calendar_slot_expiration_quarantined_slots) > 0",
-        "sum by (namespace, job) (rate(calendar_slot_expiration_errors_total[75m])) > 0",
     ),
-    "item errors only from two slots on": (
-        "(calendar_slot_expiration_quarantined_slots) > 0",
-        "(calendar_slot_expiration_quarantined_slots) > 1",
+    "item errors after two hours": (ITEMS, "_age_seconds) > 3600", "_age_seconds) > 7200"),
+    "item errors at the first rejection": (ITEMS, "_age_seconds) > 3600", "_age_seconds) > 0"),
+    "item errors across deployments": (
+        ITEMS,
+        "max by (namespace, job) (calendar_slot_expiration_quarantine_oldest_age_seconds)",
+        "max(calendar_slot_expiration_quarantine_oldest_age_seconds)",
     ),
-    "item errors not sustained": ("    for: 1h", "    for: 10m"),
     # SlotExpirationMisconfigured
-    "misconfigured too slow for 10 minutes": ("    for: 2m", "    for: 10m"),
+    "misconfigured too slow for 10 minutes": (MISCONFIGURED, "    for: 2m", "    for: 10m"),
     "misconfigured on transient failures": (
+        MISCONFIGURED,
         "(calendar_slot_expiration_misconfigured) > 0",
         "(calendar_slot_expiration_misconfigured) >= 0",
     ),
     "misconfigured across deployments": (
+        MISCONFIGURED,
         "max by (namespace, job) (calendar_slot_expiration_misconfigured)",
         "max(calendar_slot_expiration_misconfigured)",
     ),
 }
 
 
-@pytest.mark.parametrize(("old", "new"), MUTATIONS.values(), ids=MUTATIONS.keys())
-def test_the_rule_tests_fail_when_a_rule_is_weakened(tmp_path: Path, old: str, new: str) -> None:
+@pytest.mark.parametrize(("alert", "old", "new"), MUTATIONS.values(), ids=MUTATIONS.keys())
+def test_the_rule_tests_fail_when_a_rule_is_weakened(
+    tmp_path: Path, alert: str, old: str, new: str
+) -> None:
     original = ALERTS.read_text(encoding="utf-8")
     assert original.count(old) == 1, f"mutation target {old!r} is not once in alerts.yml"
     (tmp_path / ALERTS.name).write_text(original.replace(old, new, 1), encoding="utf-8")
-    shutil.copy(ALERTS_TEST, tmp_path / ALERTS_TEST.name)
+    document = yaml.safe_load(ALERTS_TEST.read_text(encoding="utf-8"))
+    document["tests"] = [
+        case
+        for case in document["tests"]
+        if any(check["alertname"] == alert for check in case["alert_rule_test"])
+    ]
+    (tmp_path / ALERTS_TEST.name).write_text(yaml.safe_dump(document), encoding="utf-8")
     assert promtool("check", "rules", str(tmp_path / ALERTS.name)).returncode == 0
 
     tested = promtool("test", "rules", ALERTS_TEST.name, cwd=tmp_path)

@@ -17,9 +17,10 @@ from slot_expiration.cycle import (
     CycleStarted,
 )
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.domain.text import MAX_MESSAGE_CHARS
 from slot_expiration.store import MisconfiguredStoreError, TransientStoreError
 from slot_expiration.store.history_store import CycleRecord
-from slot_expiration.telemetry.history import MAX_ERROR_CHARS, HistorySink, default_instance
+from slot_expiration.telemetry.history import HistorySink, default_instance
 from tests.support.results import AS_OF, FakeClock, batch, cycle_result, ended
 
 
@@ -104,7 +105,7 @@ async def test_a_failed_cycle_is_recorded_with_how_it_ended_and_what_committed_b
     assert record.sqlstate == getattr(error, "sqlstate", None)
 
 
-async def test_a_long_error_message_is_cut_in_the_record() -> None:
+async def test_a_long_error_message_is_cut_in_the_record_its_length_noted() -> None:
     written, clock = Written(), FakeClock()
     hooks = _hooks(written, clock)
     run_id = uuid4()
@@ -112,7 +113,28 @@ async def test_a_long_error_message_is_cut_in_the_record() -> None:
     hooks(ended(CycleOutcome.FAILED, TransientStoreError("x" * 5_000, "57P01"), run_id=run_id))
     await hooks.drain()
 
-    assert len(written.records[0].error or "") == MAX_ERROR_CHARS
+    error = written.records[0].error or ""
+    assert len(error) == MAX_MESSAGE_CHARS
+    assert error.startswith("xxx")
+    assert error.endswith("… (5000 characters)")
+
+
+async def test_the_record_is_on_the_databases_clock_whatever_the_workers() -> None:
+    """A worker whose clock runs two hours slow (skew -7200 s, measured at the cycle's
+    start) records its cycle at the database's time, not two hours in the past."""
+    written, clock = Written(), FakeClock()
+    hooks = _hooks(written, clock)
+    progress = CycleProgress(uuid4(), AS_OF, AS_OF)
+    progress.clock_skew_seconds = -7_200.0
+
+    clock.advance(0.25)
+    hooks(CycleEnded(progress.result(CycleOutcome.SUCCESS, 250.0)))
+    await hooks.drain()
+
+    (record,) = written.records
+    assert record.started_at == AS_OF + timedelta(hours=2)
+    assert record.ended_at == AS_OF + timedelta(hours=2, seconds=0.25)
+    assert record.as_of == AS_OF  # the cycle's AsOf stays the worker's own
 
 
 async def test_a_failed_write_is_logged_with_the_run_id_and_nothing_is_raised() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from uuid import uuid4
 
 import pytest
@@ -9,11 +10,13 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from slot_expiration.cycle import (
+    BACKLOG_COUNT_CAP,
     BacklogMeasured,
     BatchCommitted,
     ClockCompared,
     ClockSkewError,
     CycleEnded,
+    CycleProgress,
     CycleStarted,
 )
 from slot_expiration.domain import CycleOutcome
@@ -51,6 +54,8 @@ def test_every_metric_has_the_name_and_type_the_spec_and_the_issue_give() -> Non
         f"{P}_cycle_duration_seconds": "histogram",
         f"{P}_items": "counter",
         f"{P}_backlog": "gauge",
+        f"{P}_backlog_capped": "gauge",
+        f"{P}_backlog_change": "gauge",
         f"{P}_skip_locked": "counter",
         f"{P}_errors": "counter",
         f"{P}_last_success_timestamp_seconds": "gauge",
@@ -60,6 +65,7 @@ def test_every_metric_has_the_name_and_type_the_spec_and_the_issue_give() -> Non
         f"{P}_clock_skew_seconds": "gauge",
         f"{P}_interval_seconds": "gauge",
         f"{P}_quarantined_slots": "gauge",
+        f"{P}_quarantine_oldest_age_seconds": "gauge",
         f"{P}_http_bad_requests": "counter",
         f"{P}_build_info": "gauge",
     }
@@ -195,6 +201,124 @@ def test_a_cycle_only_a_person_can_fix_counts_its_outcome_and_raises_the_gauge_u
     assert _value(hooks, f"{P}_misconfigured") == 1  # a transient failure proves nothing
     hooks(CycleEnded(cycle_result()))
     assert _value(hooks, f"{P}_misconfigured") == 0
+
+
+def test_the_last_success_is_stamped_on_the_databases_clock_when_the_workers_runs_slow() -> None:
+    """A host two hours slow must not look two hours late to the no-success alert."""
+    hooks, wall = _hooks()
+    progress = CycleProgress(uuid4(), AS_OF, AS_OF)
+    progress.clock_skew_seconds = -7_200.0  # the worker's clock minus the database's
+
+    hooks(CycleEnded(progress.result(CycleOutcome.SUCCESS, 40.0)))
+
+    assert _value(hooks, f"{P}_last_success_timestamp_seconds") == wall.now + 7_200
+
+
+def _trend_hooks(interval_seconds: float | None = None) -> tuple[Metrics, FakeClock]:
+    monotonic = FakeClock()
+    hooks = Metrics(wall_clock=FakeClock(1_796_000_000.0), monotonic=monotonic)
+    if interval_seconds is not None:
+        hooks(LoopStarted(interval_seconds, 500))
+    return hooks, monotonic
+
+
+def _cycle(
+    hooks: Metrics,
+    backlog: int | None,
+    *,
+    expired: int = 500,
+    outcome: CycleOutcome = CycleOutcome.SUCCESS,
+) -> float:
+    """One cycle that counted `backlog` (None: it could not) and ended as `outcome`;
+    returns the backlog change exported after it."""
+    run_id = uuid4()
+    hooks(CycleStarted(run_id, AS_OF))
+    if backlog is not None:
+        hooks(BacklogMeasured(run_id, backlog, 0))
+    if outcome is CycleOutcome.SUCCESS:
+        hooks(CycleEnded(cycle_result(run_id, expired=expired, backlog=backlog)))
+    else:
+        hooks(ended(outcome, TransientStoreError("connection refused", "08001"), run_id=run_id))
+    return _value(hooks, f"{P}_backlog_change")
+
+
+def test_the_backlog_change_is_nan_until_two_successes_in_a_row_then_their_difference() -> None:
+    hooks, clock = _trend_hooks()
+
+    first = _cycle(hooks, 20_000)
+    clock.advance(300)
+    second = _cycle(hooks, 19_500)
+    clock.advance(300)
+    third = _cycle(hooks, 19_000)
+
+    assert math.isnan(first)
+    assert (second, third) == (-500, -1_000)
+
+
+def test_the_backlog_change_reads_back_half_an_hour_at_most() -> None:
+    hooks, clock = _trend_hooks()
+    changes = []
+    for backlog in range(20_000, 15_500, -500):  # nine cycles, five minutes apart
+        changes.append(_cycle(hooks, backlog))
+        clock.advance(300)
+
+    assert changes[-1] == 16_000 - 19_000  # the cycle 30 minutes before the latest
+
+
+def test_a_count_that_jumps_after_an_outage_and_then_falls_shows_a_backlog_coming_down() -> None:
+    """The gauge holds while cycles fail, then jumps: slots kept starting. The trend is not
+    read across the outage, so the drain that resumes is a drain."""
+    hooks, clock = _trend_hooks()
+    for backlog in (20_000, 19_500, 19_000, 18_500):
+        _cycle(hooks, backlog)
+        clock.advance(300)
+    before = _value(hooks, f"{P}_backlog_change")
+    for _ in range(4):  # 20 minutes of failed cycles that could not count
+        held = _cycle(hooks, None, outcome=CycleOutcome.FAILED)
+        clock.advance(300)
+    after_outage = _cycle(hooks, 21_000)
+    clock.advance(300)
+    next_cycle = _cycle(hooks, 20_500)
+
+    assert before == -1_500
+    assert held == before  # nothing new while cycles fail
+    assert after_outage == before  # one count after a gap: nothing to compare it with yet
+    assert next_cycle == -500
+    assert _value(hooks, f"{P}_backlog") == 20_500
+
+
+def test_above_the_cap_the_change_is_minus_the_slots_expired_meanwhile() -> None:
+    draining, _ = _trend_hooks()
+    stuck, _ = _trend_hooks()
+    for hooks, expired in ((draining, 500), (stuck, 0)):
+        _cycle(hooks, BACKLOG_COUNT_CAP, expired=expired)
+        _cycle(hooks, BACKLOG_COUNT_CAP, expired=expired)
+        _cycle(hooks, BACKLOG_COUNT_CAP, expired=expired)
+
+    assert _value(draining, f"{P}_backlog_capped") == 1
+    assert _value(draining, f"{P}_backlog_change") == -1_000
+    assert _value(stuck, f"{P}_backlog_change") == 0
+    _cycle(draining, BACKLOG_COUNT_CAP - 1)
+    assert _value(draining, f"{P}_backlog_capped") == 0
+
+
+def test_with_a_one_hour_interval_the_trend_window_is_three_intervals() -> None:
+    hooks, clock = _trend_hooks(interval_seconds=3_600)
+    for backlog in (20_000, 19_500, 19_000, 18_500, 18_000):
+        change = _cycle(hooks, backlog)
+        clock.advance(3_600)
+
+    assert change == 18_000 - 19_500
+
+
+def test_the_oldest_quarantined_slots_age_follows_the_last_measure() -> None:
+    hooks, _ = _hooks()
+    hooks(BacklogMeasured(uuid4(), 0, 3, 4_000.0))
+    aged = _value(hooks, f"{P}_quarantine_oldest_age_seconds")
+    hooks(BacklogMeasured(uuid4(), 0, 0, None))
+
+    assert aged == 4_000
+    assert _value(hooks, f"{P}_quarantine_oldest_age_seconds") == 0
 
 
 def test_the_clock_skew_of_each_cycle_is_exported() -> None:

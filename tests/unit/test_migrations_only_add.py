@@ -47,6 +47,8 @@ ALLOWED: Final = {
     ("0004", "op.execute(f'DROP INDEX CONCURRENTLY IF EXISTS {index}')"),
     # An INVALID slot-context index (a build cut short), built again under its name.
     ("0003", "op.drop_index(name, table_name=TABLE, postgresql_concurrently=True)"),
+    # An INVALID index of the history's own (a build cut short), built again under its name.
+    ("0007", "op.execute(f'DROP INDEX CONCURRENTLY IF EXISTS {index}')"),
 }
 
 

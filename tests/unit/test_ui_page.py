@@ -1,5 +1,6 @@
-"""The `ui` page without a browser: the chart's geometry, escaping in the template, the
-answers of its server (routes, methods, basic authentication, headers)."""
+"""The `ui` page without a browser: the verdict first, identical failures folded, the chart's
+geometry and words, escaping in the template, the answers of its server (routes, methods,
+`?refresh`, basic authentication, headers)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import pytest
 
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.quarantine.store import FailedSlot, QuarantineListing
-from slot_expiration.status.report import CycleSummary, Unreadable
+from slot_expiration.status.check import Level, judge
+from slot_expiration.status.report import CycleSummary, Health, Unreadable
 from slot_expiration.store import TransientStoreError
-from slot_expiration.store.history_store import BacklogPoint
+from slot_expiration.store.history_store import BacklogPoint, CycleRecord
 from slot_expiration.telemetry.http_server import Request
 from slot_expiration.ui.chart import backlog_chart, nice_ceiling
-from slot_expiration.ui.page import render_page
+from slot_expiration.ui.page import PageOptions, render_page
 from slot_expiration.ui.server import UiPages
 from slot_expiration.ui.snapshot import UiSnapshot
 from tests.support.history import cycle_record
@@ -53,7 +55,7 @@ def test_the_chart_places_points_in_time_and_draws_the_alert_line_when_within_sc
     assert chart.top_value == 10_000
     assert chart.threshold_y is not None
     assert small.threshold_y is None  # 5,000 is far above a chart that ends at 50
-    assert "at most 6000" in chart.summary
+    assert "at most 6000 (at 09:00 UTC)" in chart.summary
     # Whole hours, but none so close to an end (labelled apart) that labels would overlap.
     assert [tick.label for tick in chart.ticks] == ["08:00 UTC", "09:00 UTC", "10:00 UTC"]
 
@@ -62,28 +64,56 @@ def test_an_empty_history_draws_an_empty_chart_that_says_so() -> None:
     chart = backlog_chart([], AS_OF - timedelta(hours=6), AS_OF)
 
     assert chart.dots == ()
-    assert chart.summary == "No cycle recorded a backlog in the last 6 hours."
+    assert chart.summary == "No cycle has run yet. No cycle recorded a backlog in the last 6 hours."
 
 
-def _snapshot(message: str = "slot refuses to expire", instance: str = "a:1") -> UiSnapshot:
+def test_the_charts_words_say_what_the_latest_cycle_left_not_its_bucket_at_most() -> None:
+    """A point is the largest backlog left in its 3 minutes: the latest cycle left 5 while
+    its bucket's largest was 19505 (another replica's count before the drain)."""
+    latest = cycle_record(AS_OF - timedelta(seconds=20), backlog=5)
+    points = [BacklogPoint(AS_OF - timedelta(hours=1), 20_000), BacklogPoint(AS_OF, 19_505)]
+
+    chart = backlog_chart(points, AS_OF - timedelta(hours=6), AS_OF, latest)
+
+    assert chart.summary.startswith("The latest cycle (11:59 UTC) left 5. ")
+    assert "19505" not in chart.summary
+    assert "at most 20000 (at 11:00 UTC)" in chart.summary
+
+
+OPTIONS = PageOptions("https://runbooks.example.org/slot-expiration")
+
+
+def _snapshot(
+    message: str = "slot refuses to expire",
+    instance: str = "a:1",
+    recent: tuple[CycleRecord, ...] | None = None,
+) -> UiSnapshot:
     slot = slot_refs(1)[0]
     entry = FailedSlot(slot.id, slot.tenant_id, 1, AS_OF, AS_OF, AS_OF, "P0001", message)
     failed = cycle_record(AS_OF, CycleOutcome.FAILED, instance=instance, error=message)
-    return UiSnapshot(
+    cycles = recent or (failed,)
+    health = Health(
         as_of=AS_OF,
-        latest_revision="0006",
-        summary=CycleSummary(None, failed, (), (failed,)),
-        recent=(failed,),
-        backlog=(),
-        backlog_now=0,
-        quarantine=QuarantineListing(1, 0, (entry,), AS_OF),
+        latest_revision="0007",
         schema=Unreadable("permission denied", "42501"),
+        cycles=CycleSummary(None, failed, (), cycles[0], (cycles[0],)),
+        backlog=0,
+        quarantine=QuarantineListing(1, 0, (entry,), AS_OF),
+    )
+    return UiSnapshot(
+        health=health,
+        recent=cycles,
+        backlog=(),
         index=Unreadable("permission denied", "42501"),
     )
 
 
+def _render(snapshot: UiSnapshot, options: PageOptions = OPTIONS) -> str:
+    return render_page(snapshot, judge(snapshot.health, 300), options)
+
+
 def test_the_page_escapes_what_the_database_holds_and_keeps_its_structure() -> None:
-    html = render_page(_snapshot(HOSTILE, instance="<i>x</i>"))
+    html = _render(_snapshot(HOSTILE, instance="<i>x</i>"))
 
     assert HOSTILE not in html
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html
@@ -95,6 +125,54 @@ def test_the_page_escapes_what_the_database_holds_and_keeps_its_structure() -> N
     assert "cannot read: permission denied (SQLSTATE 42501)" in html
 
 
+def test_the_first_section_is_the_verdict_status_check_gives_with_the_runbooks_sections() -> None:
+    snapshot = _snapshot()
+    verdict = judge(snapshot.health, 300)
+
+    html = _render(snapshot)
+
+    first = html.index("<section")
+    assert html.index('id="verdict"') < html.index("<section", first + 1)
+    assert f'<p id="verdict-summary" class="summary">{verdict.summary()}</p>' in html
+    assert verdict.level is Level.CRITICAL  # no success in the history
+    assert f'class="verdict {verdict.level.name.lower()}"' in html
+    assert f'href="{OPTIONS.runbook_url}#worker-hung-or-backlog-growing"' in html
+    assert f'href="{OPTIONS.runbook_url}#what-the-verdict-says"' in html
+    assert "<title>CRITICAL · slot-expiration</title>" in html
+
+
+def test_identical_failures_in_a_row_are_one_row_that_says_how_many_since_when() -> None:
+    refused = "connection to server at 127.0.0.1, port 5432 failed: Connection refused"
+    failures = tuple(
+        cycle_record(
+            AS_OF - timedelta(minutes=5 * n),
+            CycleOutcome.FAILED,
+            instance="a:1" if n % 2 else "b:2",
+            sqlstate="08001",
+            error=refused,
+        )
+        for n in range(24)
+    )
+    success = cycle_record(AS_OF - timedelta(hours=2, minutes=5), instance="a:1", backlog=3)
+
+    html = _render(_snapshot(recent=(*failures, success)))
+
+    assert html.count('<tr class="folded">') == 1
+    assert "failed 24\u00d7 since 10:05 UTC" in html
+    assert html.count(refused) == 1
+    assert "b:2, a:1" in html
+    assert html.count('<td class="outcome ok">success</td>') == 1
+
+
+def test_the_page_reloads_itself_only_when_asked_for_without_a_script() -> None:
+    plain = _render(_snapshot())
+    reloading = _render(_snapshot(), PageOptions(OPTIONS.runbook_url, refresh_seconds=30))
+
+    assert 'http-equiv="refresh"' not in plain
+    assert '<meta http-equiv="refresh" content="30">' in reloading
+    assert "<script" not in reloading
+
+
 def _request(path: str = "/", method: str = "GET", authorization: str | None = None) -> Request:
     headers = {} if authorization is None else {"authorization": authorization}
     return Request(method, path, headers)
@@ -104,7 +182,7 @@ def _pages(credentials: tuple[str, str] | None = None) -> UiPages:
     async def snapshot() -> UiSnapshot:
         return _snapshot()
 
-    return UiPages(snapshot, credentials, str)
+    return UiPages(snapshot, credentials, str, 300, OPTIONS)
 
 
 def _basic(text: str) -> str:
@@ -143,13 +221,36 @@ async def test_with_the_right_credentials_the_page_is_served() -> None:
     assert reply.status == 200
 
 
-async def test_a_database_that_cannot_be_read_is_a_503_page_that_says_why() -> None:
+async def test_an_unreadable_database_is_a_503_page_whose_verdict_is_unknown() -> None:
     async def unreachable() -> UiSnapshot:
         raise TransientStoreError("connection refused", "08001")
 
-    reply = await UiPages(unreachable, None, lambda exc: f"cannot connect: {exc}").answer(
-        _request()
-    )
+    pages = UiPages(unreachable, None, lambda exc: f"cannot connect: {exc}", 300, OPTIONS)
+    reply = await pages.answer(_request())
 
     assert reply.status == 503
-    assert b"cannot connect: connection refused" in reply.body
+    assert b"UNKNOWN: cannot connect: connection refused" in reply.body
+    assert b'class="verdict unknown"' in reply.body
+
+
+@pytest.mark.parametrize(
+    ("query", "refused"),
+    [
+        ("refresh=30", None),
+        ("refresh=4", "refresh: a whole number of seconds from 5 to 3600, once"),
+        ("refresh=abc", "refresh: a whole number of seconds from 5 to 3600, once"),
+        ("refresh=30&refresh=40", "refresh: a whole number of seconds from 5 to 3600, once"),
+        ("theme=dark", "unknown parameter 'theme': the page takes ?refresh=SECONDS"),
+        ("refresh", "the query is not name=value pairs: give ?refresh=SECONDS"),
+    ],
+)
+async def test_the_page_takes_refresh_and_refuses_any_other_query_in_one_line(
+    query: str, refused: str | None
+) -> None:
+    reply = await _pages().answer(Request("GET", "/", {}, query))
+
+    if refused is None:
+        assert reply.status == 200
+        assert b'<meta http-equiv="refresh" content="30">' in reply.body
+    else:
+        assert (reply.status, reply.body) == (400, f"{refused}\n".encode())

@@ -16,7 +16,7 @@ from slot_expiration.cli.demo_command import demo
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
 from slot_expiration.cli.quarantine_commands import quarantine
 from slot_expiration.cli.slots_commands import slots
-from slot_expiration.cli.status_command import status
+from slot_expiration.cli.status_command import status, unknown_usage
 from slot_expiration.cli.ui_command import ui
 from slot_expiration.cli.warnings import LOGGING_COMMANDS, print_unknown_variables
 from slot_expiration.cli.worker_commands import migrate, once, run
@@ -39,15 +39,25 @@ for command in (migrate, grant, once, run, quarantine, slots, demo, status, ui):
 
 
 def main() -> None:
-    """Console entry point: click's own usage errors become one line too."""
+    """Console entry point: click's own usage errors become one line too (for
+    `status --check`, the monitoring plugins' UNKNOWN on stdout, exit 3)."""
     try:
         code = cli.main(prog_name=PROGRAM, standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
         raise SystemExit(ExitCode.USAGE) from None
     except click.ClickException as exc:
-        fail(with_typed_urls_redacted(exc.format_message()), ExitCode.USAGE)
+        message = with_typed_urls_redacted(exc.format_message())
+        if _checking_status(sys.argv[1:]):
+            unknown_usage(message)
+        fail(message, ExitCode.USAGE)
     except (click.exceptions.Abort, KeyboardInterrupt):
         print(f"{PROGRAM}: interrupted", file=sys.stderr)
         raise SystemExit(ExitCode.INTERRUPTED) from None
     raise SystemExit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def _checking_status(args: list[str]) -> bool:
+    """Whether the command line asks for `status --check` (a monitoring plugin's run)."""
+    words = [arg for arg in args if not arg.startswith("-")]
+    return bool(words) and words[0] == "status" and "--check" in args

@@ -49,10 +49,10 @@ COMMANDS: Final[Mapping[str, tuple[str, ...]]] = {
     **dict.fromkeys(_own_fields(CycleOptions, DatabaseOptions), ("once", "run")),
     "lock_timeout_seconds": ("migrate", "once", "run"),
     **dict.fromkeys(_own_fields(WorkerOptions, CycleOptions), ("run",)),
-    "interval_seconds": ("run", "status"),
     "horizon_days": ("slots publish",),
     "min_lead_time_minutes": ("slots book", "slots showcase"),
     **dict.fromkeys(_own_fields(UiOptions, DatabaseOptions), ("ui",)),
+    "interval_seconds": ("run", "status", "ui"),
 }
 MODELS: Final = (WorkerOptions, StatusOptions, SlotOptions, UiOptions)
 # Variables of the product that are not options of a command.

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
 from slot_expiration.cli.common import guarded, located, required_url, settings_from
 from slot_expiration.cli.common import store_failure as store_failure_line
 from slot_expiration.cli.option_flags import options
-from slot_expiration.domain import utc_now
-from slot_expiration.options import DatabaseOptions, StatusOptions
+from slot_expiration.options import DatabaseOptions, OptionsError, StatusOptions, load_settings
 from slot_expiration.status import StatusReport, collect_status, render_text
-from slot_expiration.status.check import Level, judge
-from slot_expiration.status.report import EXPLAINED_BATCH_SIZE
+from slot_expiration.status.check import Level, Verdict, judge
+from slot_expiration.status.report import EXPLAINED_BATCH_SIZE, collect_health
 from slot_expiration.store import StoreError
 
 
@@ -25,8 +23,9 @@ from slot_expiration.store import StoreError
 @click.option(
     "--check",
     is_flag=True,
-    help="Judge the report with the alerts' thresholds: one summary line, exit 0 (OK), "
-    "1 (WARNING) or 2 (CRITICAL), for cron jobs and probes.",
+    help="Judge the deployment now with the alerts' thresholds: one summary line, exit 0 "
+    "(OK), 1 (WARNING), 2 (CRITICAL) or 3 (UNKNOWN: nothing could be judged), the "
+    "monitoring plugins' convention, for cron jobs and probes.",
 )
 @options(StatusOptions, "database_url", "schema", "interval_seconds")
 def status(
@@ -40,46 +39,42 @@ def status(
     status, the backlog, the oldest overdue slot, the worker's sessions, the slots in
     quarantine and the selection's index. Reads only; a part the role may not read says
     why in its place."""
+    if check:
+        given = {"database_url": database_url, "schema": schema}
+        _check(json_output, given | {"interval_seconds": interval_seconds})
     # Only --check reads the interval: a bad value of it never breaks the report itself.
-    settings = (
-        settings_from(
-            StatusOptions,
-            database_url=database_url,
-            schema=schema,
-            interval_seconds=interval_seconds,
-        )
-        if check
-        else settings_from(DatabaseOptions, database_url=database_url, schema=schema)
-    )
+    settings = settings_from(DatabaseOptions, database_url=database_url, schema=schema)
     url = required_url(settings)
-    as_of = utc_now()
 
     def collect() -> StatusReport:
-        return asyncio.run(collect_status(url, as_of, EXPLAINED_BATCH_SIZE))
+        return asyncio.run(collect_status(url, EXPLAINED_BATCH_SIZE))
 
-    if not check:
-        report = guarded(collect, settings)
-        click.echo(json.dumps(report.as_json()) if json_output else render_text(report))
-        return
-    assert isinstance(settings, StatusOptions)  # --check loaded the interval
-    verdict = judge(_checked(collect, url, settings), settings.interval_seconds)
-    if json_output:
-        click.echo(json.dumps({"check": verdict.as_json()}))
-    else:
-        click.echo(verdict.summary())
+    report = guarded(collect, settings)
+    click.echo(json.dumps(report.as_json()) if json_output else render_text(report))
+
+
+def _check(json_output: bool, given: dict[str, Any]) -> NoReturn:
+    """The verdict, and its level as the exit status. Where nothing could be judged (a
+    wrong option, no URL, a database that cannot be read), UNKNOWN and exit 3, still one
+    line on stdout: what a monitoring plugin prints."""
+    try:
+        settings = load_settings(StatusOptions, **given)
+        url = settings.require_database_url()
+    except OptionsError as exc:
+        _print(Verdict.unknown(str(exc)), json_output)
+    try:
+        health = asyncio.run(collect_health(url, settings.interval_seconds))
+    except StoreError as exc:
+        _print(Verdict.unknown(store_failure_line(located(exc, settings), url)), json_output)
+    _print(judge(health, settings.interval_seconds), json_output)
+
+
+def _print(verdict: Verdict, json_output: bool) -> NoReturn:
+    click.echo(json.dumps({"check": verdict.as_json()}) if json_output else verdict.summary())
     raise SystemExit(int(verdict.level))
 
 
-def _checked(
-    collect: Callable[[], StatusReport], url: str, settings: StatusOptions
-) -> StatusReport:
-    """The report; a database that cannot be read is itself the check's answer."""
-    try:
-        return collect()
-    except StoreError as exc:
-        _critical(store_failure_line(located(exc, settings), url))
-
-
-def _critical(message: str) -> NoReturn:
-    click.echo(f"{Level.CRITICAL.name}: {' '.join(message.split())}")
-    raise SystemExit(int(Level.CRITICAL))
+def unknown_usage(message: str) -> NoReturn:
+    """A usage error of `status --check` (an unknown flag, say), as the plugins say it."""
+    click.echo(f"{Level.UNKNOWN.name}: {' '.join(message.split())}")
+    raise SystemExit(int(Level.UNKNOWN))

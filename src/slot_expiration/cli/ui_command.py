@@ -9,23 +9,29 @@ from typing import Any
 
 import click
 
-from slot_expiration.cli.common import guarded, required_url, settings_from, store_failure
+from slot_expiration.cli.common import (
+    guarded,
+    located,
+    required_url,
+    settings_from,
+    store_failure,
+)
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
 from slot_expiration.cli.option_flags import options
-from slot_expiration.domain import utc_now
 from slot_expiration.loop import StopSignal, stop_on_signals
 from slot_expiration.options import UiOptions
-from slot_expiration.store import StoreError
 from slot_expiration.ui import UiServeError
 
 
 @click.command()
-@options(UiOptions, "database_url", "schema", "ui_addr")
+@options(UiOptions, "database_url", "schema", "ui_addr", "interval_seconds", "runbook_url")
 def ui(**given: Any) -> None:
-    """Serve one read-only page: the recent cycles of every instance, the backlog over the
-    last hours, the quarantine, the schema and the index. Runs as the read-only role of
-    `grant --read-only`. With SLOT_EXPIRATION_UI_USER and SLOT_EXPIRATION_UI_PASSWORD set,
-    it asks for them (HTTP basic authentication)."""
+    """Serve one read-only page: first the deployment's verdict, as `status --check` gives
+    it, with the runbook's section for each finding; then the last success, the backlog and
+    its trend, the quarantine, the recent cycles of every instance, the backlog over the
+    last hours, the schema and the index. `?refresh=SECONDS` reloads it. Runs as the
+    read-only role of `grant --read-only`. With SLOT_EXPIRATION_UI_USER and
+    SLOT_EXPIRATION_UI_PASSWORD set, it asks for them (HTTP basic authentication)."""
     settings = settings_from(UiOptions, **given)
     url = required_url(settings)
     if settings.credentials is None and not _loopback(settings.address.host):
@@ -43,24 +49,26 @@ def ui(**given: Any) -> None:
 
 async def _serve(settings: UiOptions, url: str) -> None:
     # Jinja2 loads only for this command: the worker's own processes never pay for it.
+    from slot_expiration.ui.page import PageOptions  # noqa: PLC0415
     from slot_expiration.ui.server import serving_ui  # noqa: PLC0415
     from slot_expiration.ui.snapshot import take_snapshot  # noqa: PLC0415
 
     # A wrong URL, a refused login or a missing schema: said at start, exit 1. Later
-    # failures show on the page itself (503), which keeps serving.
-    await take_snapshot(url, utc_now())
+    # failures show on the page itself (503, UNKNOWN), which keeps serving.
+    await take_snapshot(url, settings.interval_seconds)
     stop = StopSignal()
     with stop_on_signals(stop):
         async with serving_ui(
-            settings.address, url, settings.credentials, lambda exc: _failure(exc, url)
+            settings.address,
+            url,
+            credentials=settings.credentials,
+            describe_failure=lambda exc: store_failure(located(exc, settings), url),
+            interval_seconds=settings.interval_seconds,
+            options=PageOptions(settings.runbook_url),
         ) as served:
             click.echo(f"{PROGRAM} ui: serving {served} (read-only; SIGTERM or Ctrl-C stops it)")
             sys.stdout.flush()
             await stop.requested.wait()
-
-
-def _failure(exc: StoreError, url: str) -> str:
-    return store_failure(exc, url)
 
 
 def _loopback(host: str) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from slot_expiration.cycle.result import BatchResult, CycleResult
+from slot_expiration.cycle.result import BACKLOG_COUNT_CAP, BatchResult, CycleResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +45,19 @@ class BatchCommitted:
 
 @dataclass(frozen=True, slots=True)
 class BacklogMeasured:
-    """After the cycle's batches (also when one failed): due rows left, counted up to a cap,
-    and slots in quarantine, still Available and not parked (parked ones wait for a person)."""
+    """After the cycle's batches (also when one failed): due rows left, counted up to a cap
+    (`capped`: the count stopped there), and slots in quarantine, still Available and not
+    parked (parked ones wait for a person), with how long the oldest of them has been
+    failing (None: none is)."""
 
     run_id: UUID
     backlog: int
     quarantined: int
+    oldest_quarantined_seconds: float | None = None
+
+    @property
+    def capped(self) -> bool:
+        return self.backlog >= BACKLOG_COUNT_CAP
 
 
 @dataclass(frozen=True, slots=True)

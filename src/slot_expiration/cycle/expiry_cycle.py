@@ -130,9 +130,13 @@ class ExpiryCycle:
         async with store.transaction():
             at = None if run.as_of_is_now else run.as_of
             backlog = await store.count_backlog_capped(at, BACKLOG_COUNT_CAP)
-            quarantined = await QuarantineStore(store.session).count_active()
+            quarantine = await QuarantineStore(store.session).measure(self._clock())
         run.progress.backlog = backlog
-        run.emit(BacklogMeasured(run.run_id, backlog, quarantined))
+        run.emit(
+            BacklogMeasured(
+                run.run_id, backlog, quarantine.quarantined, quarantine.oldest_age_seconds
+            )
+        )
 
     async def _measure_backlog_after_failure(self, store: CycleStore, run: CycleRun) -> None:
         """The backlog and quarantine gauges stay true while cycles fail (a role that may

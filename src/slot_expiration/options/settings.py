@@ -188,8 +188,9 @@ IntervalSeconds = Annotated[
         ge=MIN_INTERVAL_SECONDS,
         le=86_400,
         description="Seconds between ticks (fixed rate); shorter than a second would only "
-        "pile up skipped ticks. `status --check` reads it for the alert's no-success limit "
-        "(a number of intervals, and never less than the alert's minimum).",
+        "pile up skipped ticks. `status --check` and `ui` read it for the verdict: the "
+        "no-success limit (a number of intervals, and never less than the alert's minimum) "
+        "and the backlog's trend window.",
     ),
 ]
 
@@ -400,9 +401,28 @@ class StatusOptions(DatabaseOptions):
     interval_seconds: IntervalSeconds = DEFAULT_INTERVAL_SECONDS
 
 
+# Where the runbook is published, unless told: the placeholder deploy/prometheus/alerts.yml's
+# runbook links hold until docs/operations.md's substitution puts yours in.
+DEFAULT_RUNBOOK_URL: Final = "https://runbooks.example.com/slot-expiration"
+
+
 class UiOptions(DatabaseOptions):
     """`ui`: where the page listens, and its optional basic authentication (from the
-    environment only: a password on a command line shows in `ps`)."""
+    environment only: a password on a command line shows in `ps`); how it judges (the
+    worker's interval, as `status --check`) and where its runbook links lead."""
+
+    # The worker's own variable, as for `status --check`: the same verdict on the page.
+    interval_seconds: IntervalSeconds = DEFAULT_INTERVAL_SECONDS
+    runbook_url: Annotated[
+        str,
+        Field(
+            max_length=2_000,
+            description="Where the runbook (docs/runbooks/slot-expiration.md) is published, "
+            "the base of the alerts' runbook links: the page links its verdict and each "
+            "finding to the runbook's section.",
+            json_schema_extra={"allowed": "an http(s) URL without '#'"},
+        ),
+    ] = DEFAULT_RUNBOOK_URL
 
     ui_addr: Annotated[
         str,
@@ -436,6 +456,14 @@ class UiOptions(DatabaseOptions):
     def _ui_listen_address(cls, value: str) -> str:
         parse_listen_address(value)
         return value
+
+    @field_validator("runbook_url")
+    @classmethod
+    def _runbook_url(cls, value: str) -> str:
+        scheme, _, rest = value.partition("://")
+        if scheme not in ("http", "https") or not rest or any(c in value for c in "# \t\n"):
+            raise ValueError("give an http:// or https:// URL without spaces or '#'")
+        return value.rstrip("/")
 
     @model_validator(mode="after")
     def _both_or_neither(self) -> Self:

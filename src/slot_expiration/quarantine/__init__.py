@@ -10,6 +10,7 @@ from slot_expiration.quarantine.store import (
     FailedSlot,
     ListingFilter,
     QuarantineEntry,
+    QuarantineGauges,
     QuarantineListing,
     QuarantineStore,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "ListingFilter",
     "PoisonBackoff",
     "QuarantineEntry",
+    "QuarantineGauges",
     "QuarantineListing",
     "QuarantineStore",
     "RowByRow",

@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any, Self
 from uuid import UUID
 
+from slot_expiration.domain.text import MAX_MESSAGE_CHARS, excerpt
 from slot_expiration.store.errors import NotQuarantinedError
 from slot_expiration.store.history_store import PURGE_BATCH
 from slot_expiration.store.session import (
@@ -28,7 +29,7 @@ from slot_expiration.store.session import (
 
 @dataclass(frozen=True, slots=True)
 class QuarantineEntry:
-    """A rejected row as the cycle records it."""
+    """A rejected row as the cycle records it (its message bounded when stored)."""
 
     slot_id: UUID
     attempts: int
@@ -51,6 +52,11 @@ class FailedSlot:
     message: str
     parked_at: datetime | None = None  # retries stopped until `quarantine retry`
 
+    @classmethod
+    def from_columns(cls, *, message: str, message_length: int, **columns: Any) -> Self:
+        """A row of quarantine_list: its message's start and whole length, shown bounded."""
+        return cls(message=excerpt(message, message_length), **columns)
+
     def as_json(self) -> dict[str, Any]:
         return _json(self)
 
@@ -70,6 +76,11 @@ class EndedEntry:
     parked_at: datetime | None
     ended_at: datetime
     ended_status: str
+
+    @classmethod
+    def from_columns(cls, *, message: str, message_length: int, **columns: Any) -> Self:
+        """A row of quarantine_ended: its message shown bounded."""
+        return cls(message=excerpt(message, message_length), **columns)
 
     @property
     def expired(self) -> bool:
@@ -109,6 +120,20 @@ class QuarantineListing:
     latest: tuple[FailedSlot, ...]
     waiting_since: datetime | None  # the first failure of the oldest entry not parked
 
+    @property
+    def waiting(self) -> int:
+        """Entries retried on their backoff: those not parked."""
+        return self.total - self.parked
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineGauges:
+    """What the worker reports of the quarantine after each cycle: slots in it (still
+    Available, not parked), and how long the oldest of them has been failing (None: none)."""
+
+    quarantined: int
+    oldest_age_seconds: float | None
+
 
 class QuarantineStore:
     """slot_expiration_failures, on the session (and in the transaction) it is given."""
@@ -137,7 +162,7 @@ class QuarantineStore:
                 "attempts": [e.attempts for e in entries],
                 "next_attempts": [e.next_attempt_at for e in entries],
                 "sqlstates": [e.sqlstate for e in entries],
-                "messages": [e.message for e in entries],
+                "messages": [excerpt(e.message) for e in entries],
             },
         )
 
@@ -157,9 +182,9 @@ class QuarantineStore:
         params = {"cutoff": cutoff, "limit": limit}
         return await self._session.execute("purge_ended_quarantine", params)
 
-    async def count_active(self) -> int:
-        """Slots in quarantine, still Available, not parked."""
-        return int(await self._session.value("count_quarantined"))
+    async def measure(self, now: datetime) -> QuarantineGauges:
+        """Slots in quarantine, still Available, not parked; the oldest one's age at `now`."""
+        return await self._session.record("measure_quarantine", QuarantineGauges, {"now": now})
 
     async def retry(
         self, slot_ids: Sequence[UUID], now: datetime, *, every: bool = False
@@ -188,13 +213,17 @@ class QuarantineStore:
         """The slots in quarantine and still Available (parked ones too): how many, how
         many of them parked, and the latest `limit`."""
         params = (where or ListingFilter()).parameters()
+        shown = {"limit": limit, "message_chars": MAX_MESSAGE_CHARS}
         latest = await self._session.records(
-            "quarantine_list", FailedSlot, params | {"limit": limit}
+            "quarantine_list", FailedSlot.from_columns, params | shown
         )
         row = partial(QuarantineListing, latest=tuple(latest))
         return await self._session.record("quarantine_total", row, params)
 
     async def ended(self, limit: int, where: ListingFilter | None = None) -> tuple[EndedEntry, ...]:
         """Entries that ended, kept for the retention period; the latest end first."""
-        params = (where or ListingFilter()).parameters() | {"limit": limit}
-        return tuple(await self._session.records("quarantine_ended", EndedEntry, params))
+        params = (where or ListingFilter()).parameters()
+        shown = {"limit": limit, "message_chars": MAX_MESSAGE_CHARS}
+        return tuple(
+            await self._session.records("quarantine_ended", EndedEntry.from_columns, params | shown)
+        )

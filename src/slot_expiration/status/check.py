@@ -1,6 +1,8 @@
-"""`status --check`: the report judged with the alerts' thresholds, for cron jobs and
-probes: one summary line, and exit 0 (OK), 1 (WARNING) or 2 (CRITICAL), the Nagios
-plugins' convention.
+"""The deployment's verdict: what `status --check` prints and the page shows first, one
+code for both. The health (status/report.py, Health) judged with the alerts' thresholds:
+one summary line and an exit status, the monitoring plugins' convention: 0 OK,
+1 WARNING, 2 CRITICAL, 3 UNKNOWN (nothing could be judged: a wrong option, a database
+that cannot be read). Each finding names the runbook's section that says what to do.
 
 The thresholds are the alert rules' own, written once here: keep them equal to
 deploy/prometheus/alerts.yml (tests/unit/test_status_check.py reads both).
@@ -10,39 +12,49 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from typing import Final
 
-from slot_expiration.status.report import CycleSummary, StatusReport, Unreadable
+from slot_expiration.status.report import CycleSummary, Health, Unreadable
 from slot_expiration.status.wording import age_text, count_of, one_line
 from slot_expiration.store.status_store import SchemaState
 
-# SlotExpirationNoSuccessfulCycle: `time() - max(last_success) > 1800`.
+# SlotExpirationNoSuccessfulCycle: `time() - last success > 1800`.
 NO_SUCCESS_SECONDS: Final = 1_800
 # ... unless the worker's interval is so long that three of them exceed it: a worker
 # that ticks once an hour is not stuck 31 minutes after its last cycle.
 NO_SUCCESS_INTERVALS: Final = 3
-# SlotExpirationBacklogHigh: `max(calendar_slot_expiration_backlog) > 5000` and not
-# coming down over report.BACKLOG_TREND_WINDOW: a backlog draining at full rate is no warning.
+# SlotExpirationBacklogHigh: the backlog above 5000, and not coming down over the trend
+# window as its instances' consecutive successful cycles show it (cycle/backlog_trend.py).
 BACKLOG_WARNING_ABOVE: Final = 5_000
-# SlotExpirationItemErrors: any slot in quarantine (parked ones excluded) `for: 1h`,
-# judged here by the first failure of the oldest one still waiting.
-QUARANTINE_WARNING_ABOVE: Final = 0
+# SlotExpirationItemErrors: a slot in quarantine (parked ones apart) for over an hour,
+# from its first rejection.
 QUARANTINE_WARNING_AFTER: Final = timedelta(hours=1)
 
 
 class Level(IntEnum):
-    """The exit status of `status --check`."""
+    """The exit status of `status --check`, the monitoring plugins' convention."""
 
     OK = 0
     WARNING = 1
     CRITICAL = 2
+    UNKNOWN = 3
+
+
+class Section(StrEnum):
+    """The runbook's sections (docs/runbooks/slot-expiration.md), by their anchors."""
+
+    VERDICT = "what-the-verdict-says"
+    HUNG = "worker-hung-or-backlog-growing"
+    POISON = "a-poison-slot-that-never-expires"
+    MISCONFIGURED = "the-worker-is-misconfigured"
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
     level: Level
     text: str
+    section: Section  # what the on-call does about it
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,19 +63,31 @@ class Verdict:
     findings: tuple[Finding, ...]
     healthy: str  # what is said when nothing is wrong
 
+    @classmethod
+    def unknown(cls, reason: str) -> Verdict:
+        """Nothing could be judged: `reason`, on one line."""
+        finding = Finding(Level.UNKNOWN, one_line(reason), Section.VERDICT)
+        return cls(Level.UNKNOWN, (finding,), "")
+
+    def ordered(self) -> tuple[Finding, ...]:
+        """The findings, worst first."""
+        return tuple(sorted(self.findings, key=lambda f: -f.level))
+
     def summary(self) -> str:
         """One line: `CRITICAL: ...; WARNING: ...` problems first, worst first."""
         if not self.findings:
             return f"{Level.OK.name}: {self.healthy}"
-        ordered = sorted(self.findings, key=lambda f: -f.level)
-        return f"{self.level.name}: " + "; ".join(f.text for f in ordered)
+        return f"{self.level.name}: " + "; ".join(f.text for f in self.ordered())
 
     def as_json(self) -> dict[str, object]:
         return {
             "level": self.level.name,
             "exit_code": int(self.level),
             "summary": self.summary(),
-            "findings": [{"level": f.level.name, "text": f.text} for f in self.findings],
+            "findings": [
+                {"level": f.level.name, "text": f.text, "runbook_section": f.section.value}
+                for f in self.ordered()
+            ],
         }
 
 
@@ -71,102 +95,123 @@ def no_success_threshold(interval_seconds: float) -> timedelta:
     return timedelta(seconds=max(NO_SUCCESS_SECONDS, NO_SUCCESS_INTERVALS * interval_seconds))
 
 
-def judge(report: StatusReport, interval_seconds: float) -> Verdict:
-    """What the alerts would say of this report, as one verdict."""
+def judge(health: Health, interval_seconds: float) -> Verdict:
+    """What the alerts would say of this deployment now, as one verdict."""
     findings = [
-        *_schema(report.schema, report.latest_revision),
-        *_cycles(report, no_success_threshold(interval_seconds)),
-        *_backlog(report),
-        *_quarantine(report),
+        *_schema(health.schema, health.latest_revision),
+        *_cycles(health, no_success_threshold(interval_seconds)),
+        *_backlog(health),
+        *_quarantine(health),
     ]
     level = max((finding.level for finding in findings), default=Level.OK)
-    return Verdict(level, tuple(findings), _healthy(report))
+    return Verdict(level, tuple(findings), _healthy(health))
+
+
+def _unreadable(what: str, part: Unreadable) -> Finding:
+    return Finding(Level.WARNING, f"{what}: {part}", Section.VERDICT)
 
 
 def _schema(schema: SchemaState | Unreadable, latest: str | None) -> list[Finding]:
     if isinstance(schema, Unreadable):
-        return [Finding(Level.WARNING, f"schema: {schema}")]
+        return [_unreadable("schema", schema)]
     if schema.contract_mismatches:
         problems = "; ".join(schema.contract_mismatches)
-        return [Finding(Level.CRITICAL, f"schema: {problems}: restore availability_slots")]
+        text = f"schema: {problems}: restore availability_slots"
+        return [Finding(Level.CRITICAL, text, Section.MISCONFIGURED)]
     if schema.worker_problems:
         problems = "; ".join(schema.worker_problems)
-        return [Finding(Level.CRITICAL, f"schema: {problems}: run migrate")]
+        return [Finding(Level.CRITICAL, f"schema: {problems}: run migrate", Section.MISCONFIGURED)]
     if schema.revision != latest:
-        return [Finding(Level.CRITICAL, f"schema at {schema.revision}, not {latest}: run migrate")]
+        text = f"schema at {schema.revision}, not {latest}: run migrate"
+        return [Finding(Level.CRITICAL, text, Section.MISCONFIGURED)]
     return []
 
 
-def _cycles(report: StatusReport, threshold: timedelta) -> list[Finding]:
-    cycles = report.cycles
+def _cycles(health: Health, threshold: timedelta) -> list[Finding]:
+    cycles = health.cycles
     if isinstance(cycles, Unreadable):
-        return [Finding(Level.WARNING, f"cycle history: {cycles}")]
+        return [_unreadable("cycle history", cycles)]
     findings = [
         Finding(
             Level.CRITICAL,
             f"{cycle.instance} is {cycle.outcome.value}: {one_line(cycle.error or '')}",
+            Section.MISCONFIGURED,
         )
         for cycle in cycles.needing_a_person()
     ]
-    stale = _stale(cycles, report, threshold)
+    stale = _stale(cycles, health, threshold)
     return [*findings, *([stale] if stale else [])]
 
 
-def _stale(cycles: CycleSummary, report: StatusReport, threshold: timedelta) -> Finding | None:
+def _stale(cycles: CycleSummary, health: Health, threshold: timedelta) -> Finding | None:
     limit = age_text(threshold.total_seconds())
+    if cycles.latest is None:
+        text = f"no cycle in the history: no worker has run here yet (limit {limit})"
+        return Finding(Level.CRITICAL, text, Section.HUNG)
     last = cycles.last_success
     if last is None:
-        return Finding(Level.CRITICAL, f"no successful cycle in the history (limit {limit})")
-    age = report.as_of - last.ended_at
+        text = f"no successful cycle in the history (limit {limit})"
+        return Finding(Level.CRITICAL, text, Section.HUNG)
+    age = health.as_of - last.ended_at
     if age <= threshold:
         return None
     return Finding(
         Level.CRITICAL,
         f"no successful cycle for {age_text(age.total_seconds())} (limit {limit}; "
         f"the last by {last.instance})",
+        Section.HUNG,
     )
 
 
-def _backlog(report: StatusReport) -> list[Finding]:
-    backlog = report.backlog
+def _backlog(health: Health) -> list[Finding]:
+    backlog = health.backlog
     if isinstance(backlog, Unreadable):
-        return [Finding(Level.WARNING, f"backlog: {backlog}")]
-    if backlog <= BACKLOG_WARNING_ABOVE:
+        return [_unreadable("backlog", backlog)]
+    if backlog <= BACKLOG_WARNING_ABOVE or not isinstance(health.cycles, CycleSummary):
         return []
-    shown = f"at least {backlog}" if report.backlog_capped else str(backlog)
-    text = f"backlog {shown} > {BACKLOG_WARNING_ABOVE}"
-    before = report.cycles.backlog_before if isinstance(report.cycles, CycleSummary) else None
-    if before is None:  # no cycle recorded to show it coming down
-        return [Finding(Level.WARNING, text)]
-    if backlog < before.backlog:
+    change = health.cycles.backlog_change
+    if change is None or change < 0:  # no trend yet, or coming down: no warning
         return []
-    age = age_text((report.as_of - before.at).total_seconds())
-    return [Finding(Level.WARNING, f"{text}, not down from {before.backlog} {age} ago")]
+    shown = f"at least {backlog}" if health.backlog_capped else str(backlog)
+    window = age_text(health.cycles.trend_window.total_seconds())
+    trend = "not down" if change == 0 else f"up {change}"
+    text = f"backlog {shown} > {BACKLOG_WARNING_ABOVE}, {trend} over {window}"
+    return [Finding(Level.WARNING, text, Section.HUNG)]
 
 
-def _quarantine(report: StatusReport) -> list[Finding]:
-    quarantine = report.quarantine
+def _quarantine(health: Health) -> list[Finding]:
+    quarantine = health.quarantine
     if isinstance(quarantine, Unreadable):
-        return [Finding(Level.WARNING, f"quarantine: {quarantine}")]
-    waiting = quarantine.total - quarantine.parked
+        return [_unreadable("quarantine", quarantine)]
     since = quarantine.waiting_since
-    if waiting <= QUARANTINE_WARNING_ABOVE or since is None:
+    if not quarantine.waiting or since is None:
         return []
-    if report.as_of - since < QUARANTINE_WARNING_AFTER:
+    if health.as_of - since <= QUARANTINE_WARNING_AFTER:
         return []
-    age = age_text((report.as_of - since).total_seconds())
-    return [Finding(Level.WARNING, f"{count_of(waiting, 'slot')} in quarantine, for {age}")]
+    age = age_text((health.as_of - since).total_seconds())
+    text = f"{count_of(quarantine.waiting, 'slot')} in quarantine, the oldest for {age}"
+    return [Finding(Level.WARNING, text, Section.POISON)]
 
 
-def _healthy(report: StatusReport) -> str:
+def _healthy(health: Health) -> str:
     parts = []
-    if isinstance(report.cycles, CycleSummary) and report.cycles.last_success is not None:
-        last = report.cycles.last_success
-        age = age_text((report.as_of - last.ended_at).total_seconds())
+    cycles = health.cycles
+    if isinstance(cycles, CycleSummary) and cycles.last_success is not None:
+        last = cycles.last_success
+        age = age_text((health.as_of - last.ended_at).total_seconds())
         parts.append(f"last success {age} ago by {last.instance}")
-    if isinstance(report.backlog, int):
-        parts.append(f"backlog {report.backlog}")
-    if not isinstance(report.quarantine, Unreadable):
-        parked = report.quarantine.parked
-        parts.append(f"quarantine: {parked} parked" if parked else "quarantine empty")
+    if isinstance(health.backlog, int):
+        parts.append(f"backlog {health.backlog}")
+    if not isinstance(health.quarantine, Unreadable):
+        parts.append(quarantine_text(health.quarantine.waiting, health.quarantine.parked))
     return "; ".join(parts)
+
+
+def quarantine_text(waiting: int, parked: int) -> str:
+    """`quarantine empty`, `quarantine: 5 (none over an hour)`, `..., 2 parked`: what a
+    verdict with no finding on the quarantine says of it."""
+    if not waiting and not parked:
+        return "quarantine empty"
+    counted = [f"{waiting} (none over an hour)"] if waiting else []
+    counted += [f"{parked} parked"] if parked else []
+    return "quarantine: " + ", ".join(counted)

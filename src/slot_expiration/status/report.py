@@ -1,18 +1,23 @@
-"""The status report: gathered from the database in one read-only session."""
+"""The status report: gathered from the database in one read-only session.
+
+What `status --check` and the page judge (Health) is read by one function, read_health,
+for both: the same parts, on the database's clock, so the two can only agree."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
 
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
+from slot_expiration.cycle.backlog_trend import BacklogSample, backlog_change, trend_window
 from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.options import CycleOptions
+from slot_expiration.options.settings import DEFAULT_INTERVAL_SECONDS
 from slot_expiration.quarantine import QuarantineListing, QuarantineStore
 from slot_expiration.store import ApplicationName, SchemaMissingError, StoreError
-from slot_expiration.store.history_store import BacklogPoint, CycleRecord, OutcomeCount
+from slot_expiration.store.history_store import BacklogRow, CycleRecord, OutcomeCount
 from slot_expiration.store.schema_version import HEAD_REVISION, SchemaPosition, position_of
 from slot_expiration.store.status_store import (
     SELECTION_INDEX,
@@ -28,11 +33,22 @@ from slot_expiration.store.status_store import (
 EXPLAINED_BATCH_SIZE: Final[int] = CycleOptions.model_fields["batch_size"].default
 # How many quarantined slots the report lists (it always gives the total).
 FAILED_SHOWN: Final = 20
-# "Cycles in the last hour": the window of the alerts' own `[1h]` ranges.
+# "Cycles in the last hour".
 RECENT_WINDOW: Final = timedelta(hours=1)
-# How far back the backlog's trend is read: SlotExpirationBacklogHigh's `[30m:]`.
-BACKLOG_TREND_WINDOW: Final = timedelta(minutes=30)
+# An instance still counts while its latest cycle ended at most two intervals and this
+# much (a cycle's budget, a late tick) before the deployment's latest: one that has had
+# no cycle since (replaced, or an ad-hoc `once`) has gone, and what it last said with it.
+LIVE_SLACK: Final = timedelta(seconds=60)
+LIVE_INTERVALS: Final = 2
 T = TypeVar("T")
+
+
+# The trend window when the worker's interval is not told (`status` without --check).
+DEFAULT_TREND_WINDOW: Final = trend_window(DEFAULT_INTERVAL_SECONDS)
+
+
+def live_span(interval_seconds: float) -> timedelta:
+    return LIVE_INTERVALS * timedelta(seconds=interval_seconds) + LIVE_SLACK
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,15 +72,18 @@ Quarantine = QuarantineListing
 
 @dataclass(frozen=True, slots=True)
 class CycleSummary:
-    """What the history says: the last success and failure of any instance, and the
-    cycles of the last hour, per instance and outcome, with each one's latest."""
+    """What the history says: the deployment's latest cycle and the latest cycle of each
+    instance still there (`live`), the last success and failure of any instance, the
+    cycles of the last hour per instance and outcome, and the backlog's change over the
+    trend window as the alert reads it (None: no instance has a trend yet)."""
 
     last_success: CycleRecord | None
     last_failure: CycleRecord | None
     recent: tuple[OutcomeCount, ...]
-    latest_per_instance: tuple[CycleRecord, ...]
-    # The backlog BACKLOG_TREND_WINDOW ago (or at the history's start): its trend.
-    backlog_before: BacklogPoint | None = None
+    latest: CycleRecord | None = None
+    live: tuple[CycleRecord, ...] = ()
+    backlog_change: int | None = None
+    trend_window: timedelta = DEFAULT_TREND_WINDOW
 
     def recent_total(self) -> int:
         return sum(count.cycles for count in self.recent)
@@ -82,27 +101,62 @@ class CycleSummary:
         return instances
 
     def needing_a_person(self) -> tuple[CycleRecord, ...]:
-        """Instances whose latest cycle failed on what only a person can fix."""
-        return tuple(c for c in self.latest_per_instance if c.outcome.needs_a_person)
+        """Instances still there whose latest cycle failed on what only a person can fix."""
+        return tuple(c for c in self.live if c.outcome.needs_a_person)
 
 
 @dataclass(frozen=True, slots=True)
-class StatusReport:
+class Health:
+    """What `status --check` and the page judge, at `as_of` on the database's clock."""
+
     as_of: datetime
     latest_revision: str | None
-    cycles: CycleSummary | Unreadable
     schema: SchemaState | Unreadable
-    counts: dict[SlotStatus, int] | Unreadable
+    cycles: CycleSummary | Unreadable
     backlog: int | Unreadable
-    oldest_overdue: OverdueSlot | Unreadable | None
-    worker_sessions: tuple[WorkerSession, ...] | Unreadable
     quarantine: Quarantine | Unreadable
-    index: SelectionIndex | Unreadable
 
     @property
     def backlog_capped(self) -> bool:
         """The backlog is at least `backlog`: the count stopped at the cap."""
         return isinstance(self.backlog, int) and self.backlog >= BACKLOG_COUNT_CAP
+
+
+@dataclass(frozen=True, slots=True)
+class StatusReport:
+    health: Health
+    counts: dict[SlotStatus, int] | Unreadable
+    oldest_overdue: OverdueSlot | Unreadable | None
+    worker_sessions: tuple[WorkerSession, ...] | Unreadable
+    index: SelectionIndex | Unreadable
+
+    @property
+    def as_of(self) -> datetime:
+        return self.health.as_of
+
+    @property
+    def latest_revision(self) -> str | None:
+        return self.health.latest_revision
+
+    @property
+    def schema(self) -> SchemaState | Unreadable:
+        return self.health.schema
+
+    @property
+    def cycles(self) -> CycleSummary | Unreadable:
+        return self.health.cycles
+
+    @property
+    def backlog(self) -> int | Unreadable:
+        return self.health.backlog
+
+    @property
+    def quarantine(self) -> Quarantine | Unreadable:
+        return self.health.quarantine
+
+    @property
+    def backlog_capped(self) -> bool:
+        return self.health.backlog_capped
 
     def overdue_seconds(self) -> float | None:
         if not isinstance(self.oldest_overdue, OverdueSlot):
@@ -128,6 +182,7 @@ class StatusReport:
                 lambda q: {
                     "total": q.total,
                     "parked": q.parked,
+                    "waiting_since": _iso(q.waiting_since),
                     "shown": [f.as_json() for f in q.latest],
                 },
             ),
@@ -136,50 +191,118 @@ class StatusReport:
 
 
 async def collect_status(
-    database_url: str, as_of: datetime, batch_size: int, failed_shown: int = FAILED_SHOWN
+    database_url: str,
+    batch_size: int,
+    interval_seconds: float = DEFAULT_INTERVAL_SECONDS,
+    failed_shown: int = FAILED_SHOWN,
 ) -> StatusReport:
     """The report, part by part in one snapshot; a part the role may not read says why.
 
     Raises SchemaMissingError when there is no slot table at all: nothing to report.
     """
     async with StatusStore.connect(database_url, ApplicationName.STATUS) as store:
-        schema = await read_part(store, store.schema_state)
-        if isinstance(schema, SchemaState) and schema.slot_table_missing:
-            raise SchemaMissingError("table availability_slots does not exist")
-
-        async def quarantine() -> Quarantine:
-            return await QuarantineStore(store.session).listing(failed_shown)
-
+        health = await read_health(store, interval_seconds, failed_shown)
+        as_of = health.as_of
         return StatusReport(
-            as_of=as_of,
-            latest_revision=HEAD_REVISION,
-            cycles=await read_part(store, lambda: summarize_cycles(store, as_of, trend=True)),
-            schema=schema,
+            health=health,
             counts=await read_part(store, store.counts_by_status),
-            backlog=await read_part(store, lambda: store.backlog(as_of, BACKLOG_COUNT_CAP)),
             oldest_overdue=await read_part(store, lambda: store.oldest_overdue(as_of)),
             worker_sessions=await read_part(store, store.worker_sessions),
-            quarantine=await read_part(store, quarantine),
             index=await read_part(store, lambda: store.selection_index(as_of, batch_size)),
         )
 
 
-async def summarize_cycles(
-    store: StatusStore, as_of: datetime, *, trend: bool = False
-) -> CycleSummary:
-    """The history's summary; with `trend`, also the backlog's point BACKLOG_TREND_WINDOW
-    ago (what `status --check` judges the backlog by; the page has its own chart)."""
-    since = as_of - RECENT_WINDOW
-    before = await store.history.backlog_before(as_of - BACKLOG_TREND_WINDOW) if trend else None
-    return CycleSummary(
-        last_success=await store.history.latest([CycleOutcome.SUCCESS]),
-        last_failure=await store.history.latest(
-            [outcome for outcome in CycleOutcome if outcome is not CycleOutcome.SUCCESS]
-        ),
-        recent=await store.history.outcomes_since(since),
-        latest_per_instance=await store.history.latest_per_instance(since),
-        backlog_before=before,
+async def collect_health(database_url: str, interval_seconds: float) -> Health:
+    """What `status --check` judges, and nothing more (no count of the whole slot table):
+    the parts the page judges, read the same way.
+
+    Raises SchemaMissingError when there is no slot table at all: nothing to judge.
+    """
+    async with StatusStore.connect(database_url, ApplicationName.STATUS) as store:
+        return await read_health(store, interval_seconds, FAILED_SHOWN)
+
+
+async def read_health(store: StatusStore, interval_seconds: float, shown: int) -> Health:
+    """What `status --check` and the page judge, in the store's snapshot, at the database's
+    now; the quarantine's `shown` latest entries with it.
+
+    Raises SchemaMissingError when there is no slot table at all: nothing to judge.
+    """
+    as_of = await store.database_clock()
+    schema = await read_part(store, store.schema_state)
+    if isinstance(schema, SchemaState) and schema.slot_table_missing:
+        raise SchemaMissingError("table availability_slots does not exist")
+
+    async def quarantine() -> Quarantine:
+        return await QuarantineStore(store.session).listing(shown)
+
+    return Health(
+        as_of=as_of,
+        latest_revision=HEAD_REVISION,
+        schema=schema,
+        cycles=await read_part(store, lambda: summarize_cycles(store, as_of, interval_seconds)),
+        backlog=await read_part(store, lambda: store.backlog(as_of, BACKLOG_COUNT_CAP)),
+        quarantine=await read_part(store, quarantine),
     )
+
+
+async def summarize_cycles(
+    store: StatusStore, as_of: datetime, interval_seconds: float
+) -> CycleSummary:
+    """The history's summary: the deployment's latest cycle and its instances still there
+    (their latest cycles within live_span of it), and the backlog's trend as the alert reads
+    it, each instance's from its own consecutive successful cycles (the same rule,
+    cycle/backlog_trend.py), the least of them: the backlog comes down if any instance sees
+    it come down. Every read is a probe or a short range of the history's indexes."""
+    history = store.history
+    window = trend_window(interval_seconds)
+    latest = await history.latest()
+    live: tuple[CycleRecord, ...] = ()
+    change = None
+    if latest is not None:
+        live = await history.latest_per_instance(latest.ended_at - live_span(interval_seconds))
+        # Twice the window: a run reaches back a window from its latest cycle, and one more.
+        samples = await history.backlog_samples(latest.ended_at - 2 * window)
+        change = deployment_backlog_change(samples, {c.instance for c in live}, window)
+    return CycleSummary(
+        last_success=await history.latest_success(),
+        last_failure=await history.latest_failure(),
+        recent=await history.outcomes_since(as_of - RECENT_WINDOW),
+        latest=latest,
+        live=live,
+        backlog_change=change,
+        trend_window=window,
+    )
+
+
+def deployment_backlog_change(
+    rows: Iterable[BacklogRow], instances: set[str], window: timedelta
+) -> int | None:
+    """The least of the backlog changes these instances' cycles show (`rows`, oldest first),
+    each as the worker's calendar_slot_expiration_backlog_change reads it: over the run of
+    consecutive successful cycles since the instance's latest failure, or, while that run
+    holds fewer than two, what the run before it showed."""
+    runs: dict[str, list[BacklogSample]] = {}
+    held: dict[str, int] = {}
+    for row in rows:
+        if row.instance not in instances:
+            continue
+        run = runs.setdefault(row.instance, [])
+        if row.outcome is not CycleOutcome.SUCCESS:
+            shown = backlog_change(run, window)
+            if shown is not None:
+                held[row.instance] = shown
+            runs[row.instance] = []
+        elif row.backlog is not None:
+            run.append(BacklogSample(row.ended_at.timestamp(), row.backlog, row.expired_count))
+    changes = []
+    for instance, run in runs.items():
+        change = backlog_change(run, window)
+        if change is None:
+            change = held.get(instance)
+        if change is not None:
+            changes.append(change)
+    return min(changes, default=None)
 
 
 async def read_part(store: StatusStore, read: Callable[[], Awaitable[T]]) -> T | Unreadable:
@@ -236,6 +359,7 @@ def _cycles_json(cycles: CycleSummary, as_of: datetime) -> dict[str, Any]:
     return {
         "last_success": cycle_json(cycles.last_success, as_of),
         "last_failure": cycle_json(cycles.last_failure, as_of),
+        "latest": cycle_json(cycles.latest, as_of),
         "last_hour": {
             "total": cycles.recent_total(),
             "by_outcome": {o.value: n for o, n in cycles.recent_by_outcome().items()},
@@ -244,13 +368,13 @@ def _cycles_json(cycles: CycleSummary, as_of: datetime) -> dict[str, Any]:
                 for instance, outcomes in cycles.recent_by_instance().items()
             },
         },
+        "live_instances": [c.instance for c in cycles.live],
         "needing_a_person": [c.instance for c in cycles.needing_a_person()],
-        "backlog_before": _backlog_point_json(cycles.backlog_before),
+        "backlog_change": {
+            "change": cycles.backlog_change,
+            "window_seconds": cycles.trend_window.total_seconds(),
+        },
     }
-
-
-def _backlog_point_json(point: BacklogPoint | None) -> dict[str, Any] | None:
-    return None if point is None else {"ended_at": point.at.isoformat(), "backlog": point.backlog}
 
 
 def cycle_json(cycle: CycleRecord | None, as_of: datetime) -> dict[str, Any] | None:

@@ -6,7 +6,7 @@ cycle ended (telemetry/history.py); the readers use the status session.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -77,6 +77,22 @@ class BacklogPoint:
     backlog: int
 
 
+@dataclass(frozen=True, slots=True)
+class BacklogRow:
+    """A cycle as the backlog's trend reads it: whose, when, how it ended, what it left
+    (None: not counted) and how many it expired."""
+
+    instance: str
+    ended_at: datetime
+    outcome: CycleOutcome
+    backlog: int | None
+    expired_count: int
+
+    @classmethod
+    def from_columns(cls, *, outcome: str, **columns: Any) -> Self:
+        return cls(outcome=CycleOutcome(outcome), **columns)
+
+
 class HistoryStore:
     """slot_expiration_cycles, on the session (and in the transaction) it is given."""
 
@@ -108,9 +124,18 @@ class HistoryStore:
         params = {"cutoff": cutoff, "limit": limit}
         return await self.session.execute("purge_cycle_history", params)
 
-    async def latest(self, outcomes: Sequence[CycleOutcome]) -> CycleRecord | None:
-        params = {"outcomes": [outcome.value for outcome in outcomes]}
-        found = await self._cycles("history_latest_with_outcome", params)
+    async def latest_success(self) -> CycleRecord | None:
+        found = await self._cycles("history_latest_success", {})
+        return found[0] if found else None
+
+    async def latest_failure(self) -> CycleRecord | None:
+        """The latest cycle that did not succeed, however it ended."""
+        found = await self._cycles("history_latest_failure", {})
+        return found[0] if found else None
+
+    async def latest(self) -> CycleRecord | None:
+        """The latest cycle of any instance, however it ended."""
+        found = await self.recent(1)
         return found[0] if found else None
 
     async def recent(self, limit: int) -> tuple[CycleRecord, ...]:
@@ -134,7 +159,9 @@ class HistoryStore:
         params = {"since": since, "bucket_seconds": bucket_seconds}
         return tuple(await self.session.records("history_backlog_since", BacklogPoint, params))
 
-    async def backlog_before(self, at: datetime) -> BacklogPoint | None:
-        """The backlog of the latest cycle that ended by `at` (else of the oldest one)."""
-        found = await self.session.records("history_backlog_before", BacklogPoint, {"at": at})
-        return found[0] if found else None
+    async def backlog_samples(self, since: datetime) -> tuple[BacklogRow, ...]:
+        """Every cycle that ended since `since`, oldest first, as the backlog's trend reads it."""
+        params = {"since": since}
+        return tuple(
+            await self.session.records("history_backlog_samples", BacklogRow.from_columns, params)
+        )

@@ -2,6 +2,12 @@
 -- worker's /readyz. Only slot_expiration.store.status_store runs them; they
 -- only read, in read-only transactions.
 
+-- name: database_clock
+-- The database's now (its transaction's start, so every part of a report
+-- measures from one instant): what the operator's views measure times and
+-- ages on, the clock the worker writes its history and last success on.
+SELECT now();
+
 -- name: status_oldest_overdue
 -- The Available slot whose start passed longest ago, quarantined or not (an entry
 -- that ended, kept for the history, is not a quarantine).

@@ -145,6 +145,11 @@ class StatusStore:
         """A part of a report: if the role may not read it, only it fails."""
         return self.session.savepoint()
 
+    async def database_clock(self) -> datetime:
+        """The database's now: what the report measures times and ages on."""
+        now: datetime = await self.session.value("database_clock")
+        return now
+
     async def schema_revision(self) -> str | None:
         """The migration the schema is at; SchemaMissingError when it was never migrated."""
         return await read_schema_revision(self.session)

@@ -1,10 +1,12 @@
 """The cycle history as a sink: one row per cycle, written after it ended.
 
 Once a cycle ended (CycleEnded: its result, however it ended, and why it failed),
-the sink hands its record to `write` in a task of its own: the loop never waits
-for it, and a write that fails (a failed cycle may have left the database
-unreachable, a role may lack the grant) is logged as `history.write_failed` and
-forgotten. It never fails a cycle.
+the sink hands its record to `write` in a task of its own. Its times are on the
+database's clock: the worker's, less the skew the cycle measured at its start (a host
+whose clock runs slow must not write its cycles hours in the past, where `status`
+would find no recent success). The loop never waits for the write, and a write that
+fails (a failed cycle may have left the database unreachable, a role may lack the
+grant) is logged as `history.write_failed` and forgotten. It never fails a cycle.
 `drain` waits a bounded time for the writes still in flight, at shutdown.
 """
 
@@ -15,13 +17,14 @@ import os
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Final
 
 import structlog
 
 from slot_expiration.cycle import CycleEnded, describe, sqlstate_of
 from slot_expiration.domain import utc_now
+from slot_expiration.domain.text import excerpt
 from slot_expiration.loop import Event
 from slot_expiration.store import StoreError
 from slot_expiration.store.history_store import CycleRecord
@@ -32,8 +35,6 @@ WRITE_TIMEOUT_SECONDS: Final = 5.0
 # How long a stopping worker waits for the writes in flight (its last cycle's row): a
 # graceful stop's worst case counts it (tests/deploy/timing.py).
 DRAIN_TIMEOUT_SECONDS: Final = WRITE_TIMEOUT_SECONDS + 1.0
-# A database message can be long; the history keeps its start (the log has it whole).
-MAX_ERROR_CHARS: Final = 500
 
 Write = Callable[[CycleRecord], Awaitable[object]]
 
@@ -72,12 +73,15 @@ class HistorySink:
 
     def record(self, ended: CycleEnded) -> CycleRecord:
         result, error = ended.result, ended.error
+        # The database's clock: the worker's less the skew measured at the cycle's start
+        # (none measured, a cycle that failed before reaching the database: the worker's).
+        skew = timedelta(seconds=result.clock_skew_seconds or 0.0)
         return CycleRecord(
             run_id=result.run_id,
             instance=self.instance,
             as_of=result.as_of,
-            started_at=result.started_at,
-            ended_at=self._clock(),
+            started_at=result.started_at - skew,
+            ended_at=self._clock() - skew,
             outcome=result.outcome,
             stop_reason=result.stop_reason.value if result.stop_reason else None,
             expired_count=result.expired_count,
@@ -89,7 +93,8 @@ class HistorySink:
             clock_skew_seconds=result.clock_skew_seconds,
             error_type=None if error is None else type(error).__name__,
             sqlstate=sqlstate_of(error),
-            error=None if error is None else describe(error)[:MAX_ERROR_CHARS],
+            # A database's message, bounded (the log line has it whole).
+            error=None if error is None else excerpt(describe(error)),
         )
 
     def _submit(self, record: CycleRecord) -> None:

@@ -63,6 +63,7 @@ class Request:
     path: str
     # Lower-case names; a repeated header's values joined with ", " (RFC 9110 5.3).
     headers: Mapping[str, str]
+    query: str = ""  # what followed the path's `?`, as sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +303,8 @@ def _request_of(event: h11.Request) -> Request:
         name, value = raw_name.decode("ascii"), raw_value.decode("latin-1")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
     target = event.target.decode("ascii", errors="replace")
-    return Request(event.method.decode("ascii"), target.partition("?")[0], headers)
+    path, _, query = target.partition("?")
+    return Request(event.method.decode("ascii"), path, headers, query)
 
 
 class HttpServer:

@@ -2,16 +2,22 @@
 
 Items are counted per batch as each batch commits, so a cycle that fails after
 some batches committed still counts what those did; the backlog is measured
-after every cycle, failed ones included. Metrics carry no slot, tenant or
-database detail: the only labels are `outcome`, the histogram's `le` and the
-build info's `version`. The loop's interval is exported so that the alert on
-the last success can follow it (three intervals, at least 30 minutes).
+after every cycle, failed ones included, and its change over the trend window
+from successful cycles only (cycle/backlog_trend.py), which the backlog alert
+reads. The last success is stamped on the database's clock (the worker's, less
+the skew measured at the cycle's start): a host whose clock runs slow must not
+look hours late to the alert. Metrics carry no slot, tenant or database detail:
+the only labels are `outcome`, the histogram's `le` and the build info's
+`version`. The loop's interval is exported so that the alert on the last
+success can follow it (three intervals, at least 30 minutes).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Final
 
 from prometheus_client import (
@@ -26,14 +32,22 @@ from prometheus_client import (
 
 from slot_expiration import __version__
 from slot_expiration.cycle import (
+    BACKLOG_COUNT_CAP,
     BacklogMeasured,
     BatchCommitted,
     ClockCompared,
     CycleEnded,
     CycleResult,
 )
+from slot_expiration.cycle.backlog_trend import (
+    BacklogSample,
+    backlog_change,
+    keep_for,
+    trend_window,
+)
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.loop import Event, LoopStarted, TickSkipped
+from slot_expiration.options.settings import DEFAULT_INTERVAL_SECONDS
 
 PREFIX: Final = "calendar_slot_expiration"
 # From 1 ms to the longest budget a cycle is likely given (60 s).
@@ -65,9 +79,12 @@ class Metrics:
         registry: CollectorRegistry | None = None,
         *,
         wall_clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._wall_clock = wall_clock
+        self._monotonic = monotonic
+        self._trend = _Trend(trend_window(DEFAULT_INTERVAL_SECONDS))
         # `<name>_created` series only double the text format; Prometheus ignores them.
         disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
         self._define(self.registry)
@@ -92,9 +109,24 @@ class Metrics:
         self.backlog = Gauge(
             f"{PREFIX}_backlog",
             "Available slots with start_at <= now left after the last cycle, completed or "
-            "failed (counted up to 100000).",
+            f"failed (counted up to {BACKLOG_COUNT_CAP}).",
             registry=registry,
         )
+        self.backlog_capped = Gauge(
+            f"{PREFIX}_backlog_capped",
+            f"1 while the last count of the backlog stopped at its cap ({BACKLOG_COUNT_CAP}): "
+            "the backlog is at least that; else 0.",
+            registry=registry,
+        )
+        self.backlog_change = Gauge(
+            f"{PREFIX}_backlog_change",
+            "How the backlog changed over the trend window (30 min, or 3 intervals when "
+            "longer) across this replica's consecutive successful cycles: below 0 while it "
+            "comes down; minus the slots expired meanwhile where both counts stopped at the "
+            "cap. NaN until two successful cycles in a row.",
+            registry=registry,
+        )
+        self.backlog_change.set(math.nan)
         self.skip_locked = Counter(
             f"{PREFIX}_skip_locked",
             "Candidate rows passed over because another transaction held their lock.",
@@ -142,6 +174,12 @@ class Metrics:
             "on their backoff (parked ones are not counted).",
             registry=registry,
         )
+        self.quarantine_oldest_age = Gauge(
+            f"{PREFIX}_quarantine_oldest_age_seconds",
+            "How long the oldest of those slots has been failing, from its first rejection, "
+            "measured after the last cycle; 0 when none is in quarantine.",
+            registry=registry,
+        )
         self.http_bad_requests = Counter(
             f"{PREFIX}_http_bad_requests",
             "Malformed HTTP requests to the endpoint, answered 400 (431 for an oversized head) "
@@ -162,25 +200,62 @@ class Metrics:
                 self.items.inc(batch.expired_count)
                 self.skip_locked.inc(batch.skipped_locked_count)
                 self.errors.inc(batch.failed_count)
-            case BacklogMeasured(_, backlog, quarantined):
-                self.backlog.set(backlog)
-                self.quarantined.set(quarantined)  # parked ones apart
+            case BacklogMeasured():
+                self._measured(event)
             case CycleEnded(result):
                 self._ended(result)
             case TickSkipped():
                 self.skipped_ticks.inc()
             case LoopStarted(interval_seconds):
                 self.interval.set(interval_seconds)
+                self._trend.window = trend_window(interval_seconds)
+
+    def _measured(self, measured: BacklogMeasured) -> None:
+        self.backlog.set(measured.backlog)
+        self.backlog_capped.set(1 if measured.capped else 0)
+        self.quarantined.set(measured.quarantined)  # parked ones apart
+        self.quarantine_oldest_age.set(measured.oldest_quarantined_seconds or 0.0)
+        self._trend.measured = measured.backlog
 
     def _ended(self, result: CycleResult) -> None:
         self.cycle_duration.observe(result.duration_ms / 1000.0)
         self.cycles.labels(outcome=result.outcome.value).inc()
         if result.outcome is CycleOutcome.SUCCESS:
             self.misconfigured.set(0)
-            self.last_success.set(self._wall_clock())
-        # A transient failure says nothing of the configuration either way.
-        elif result.outcome.needs_a_person:
-            self.misconfigured.set(1)
+            # The database's clock: the skew was measured at this cycle's start.
+            self.last_success.set(self._wall_clock() - (result.clock_skew_seconds or 0.0))
+            change = self._trend.success(self._monotonic(), result.expired_count)
+            if change is not None:
+                self.backlog_change.set(change)
+        else:
+            # A run of successes ends: the next count is not compared across the gap. The
+            # change exported holds until the next run can say more.
+            self._trend.broken()
+            # A transient failure says nothing of the configuration either way.
+            if result.outcome.needs_a_person:
+                self.misconfigured.set(1)
+
+
+class _Trend:
+    """This replica's run of consecutive successful cycles, as far back as the trend window
+    reads, and the backlog the cycle under way counted (None: not counted)."""
+
+    def __init__(self, window: timedelta) -> None:
+        self.window = window
+        self.measured: int | None = None
+        self._run: list[BacklogSample] = []
+
+    def success(self, at: float, expired: int) -> int | None:
+        """A successful cycle ended at `at` (monotonic); the change it shows, if any."""
+        if self.measured is None:  # stopped before its count: nothing to compare
+            return None
+        self._run = keep_for([*self._run, BacklogSample(at, self.measured, expired)], self.window)
+        self.measured = None
+        return backlog_change(self._run, self.window)
+
+    def broken(self) -> None:
+        self._run = []
+        self.measured = None
 
 
 def exported_metric_names(registry: CollectorRegistry) -> set[str]:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from slot_expiration.status.check import BACKLOG_WARNING_ABOVE
-from slot_expiration.store.history_store import BacklogPoint
+from slot_expiration.store.history_store import BacklogPoint, CycleRecord
 
 WIDTH: Final = 720
 HEIGHT: Final = 220
@@ -73,8 +73,16 @@ def nice_ceiling(value: int) -> int:
     raise AssertionError("unreachable: 10 x power always covers the value")
 
 
-def backlog_chart(points: Sequence[BacklogPoint], start: datetime, end: datetime) -> BacklogChart:
-    """The chart of `points` between `start` and `end` (the window the page shows)."""
+def backlog_chart(
+    points: Sequence[BacklogPoint],
+    start: datetime,
+    end: datetime,
+    latest: CycleRecord | None = None,
+    bucket: timedelta = timedelta(minutes=3),
+) -> BacklogChart:
+    """The chart of `points` (each the largest backlog in its `bucket` of time) between
+    `start` and `end` (the window the page shows); its words say what the `latest` cycle
+    left."""
     highest = max((p.backlog for p in points), default=0)
     top_value = nice_ceiling(max(highest, 1))
     span = max((end - start).total_seconds(), 1.0)
@@ -98,17 +106,28 @@ def backlog_chart(points: Sequence[BacklogPoint], start: datetime, end: datetime
         threshold_y=threshold_y,
         start_label=_hm(start),
         end_label=_hm(end),
-        summary=_summary(points, hours),
+        summary=_summary(points, hours, latest, bucket),
     )
 
 
-def _summary(points: Sequence[BacklogPoint], hours: int) -> str:
+def _summary(
+    points: Sequence[BacklogPoint], hours: int, latest: CycleRecord | None, bucket: timedelta
+) -> str:
+    """The chart in words. A point is the largest backlog any cycle left in its few minutes
+    (every instance counts the same backlog): what the latest cycle left is its own."""
+    if latest is None:
+        now = "No cycle has run yet."
+    elif latest.backlog is None:
+        now = f"The latest cycle ({_hm(latest.ended_at)}) could not count the backlog."
+    else:
+        now = f"The latest cycle ({_hm(latest.ended_at)}) left {latest.backlog}."
     if not points:
-        return f"No cycle recorded a backlog in the last {hours} hours."
+        return f"{now} No cycle recorded a backlog in the last {hours} hours."
     highest = max(points, key=lambda p: p.backlog)
     return (
-        f"Backlog left by the cycles of the last {hours} hours: {points[-1].backlog} after "
-        f"the latest, at most {highest.backlog} (at {_hm(highest.at)})."
+        f"{now} Each point is the largest backlog a cycle left in its "
+        f"{bucket.total_seconds() / 60:g} minutes; over the last {hours} hours at most "
+        f"{highest.backlog} (at {_hm(highest.at)})."
     )
 
 

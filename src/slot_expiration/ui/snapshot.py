@@ -1,30 +1,32 @@
 """What the page shows, read in one read-only snapshot, part by part.
 
-A part the role may not read (or that times out) says why in its place; the rest
-still shows. The read-only role of `grant --read-only` reads every part.
+The health the page judges first is read by status.report.read_health, as `status --check`
+reads it: the same parts on the database's clock, so the page's verdict is the check's. A
+part the role may not read (or that times out) says why in its place; the rest still
+shows. The read-only role of `grant --read-only` reads every part. Every read is a probe or
+a short range of an index, however long the history (tests/integration/test_page_plans.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Final
 
-from slot_expiration.cycle import BACKLOG_COUNT_CAP
-from slot_expiration.quarantine import QuarantineListing, QuarantineStore
 from slot_expiration.status.report import (
     EXPLAINED_BATCH_SIZE,
-    CycleSummary,
+    Health,
     Unreadable,
+    read_health,
     read_part,
-    summarize_cycles,
 )
 from slot_expiration.store import ApplicationName
 from slot_expiration.store.history_store import BacklogPoint, CycleRecord
-from slot_expiration.store.schema_version import HEAD_REVISION
-from slot_expiration.store.status_store import SchemaState, SelectionIndex, StatusStore
+from slot_expiration.store.status_store import SelectionIndex, StatusStore
 
-RECENT_CYCLES: Final = 24
+# The latest cycles read for the table, newest first; identical failures in a row fold into
+# one row (page.py), so a long outage is one row and the rows before it still show.
+RECENT_CYCLES: Final = 500
 QUARANTINE_SHOWN: Final = 100
 CHART_WINDOW: Final = timedelta(hours=6)
 CHART_POINTS: Final = 120  # one per 3 minutes over the window: a cycle every 5 shows each
@@ -33,36 +35,26 @@ STATEMENT_TIMEOUT_SECONDS: Final = 5.0
 
 @dataclass(frozen=True, slots=True)
 class UiSnapshot:
-    as_of: datetime
-    latest_revision: str | None
-    summary: CycleSummary | Unreadable
+    health: Health
     recent: tuple[CycleRecord, ...] | Unreadable
     backlog: tuple[BacklogPoint, ...] | Unreadable
-    backlog_now: int | Unreadable
-    quarantine: QuarantineListing | Unreadable
-    schema: SchemaState | Unreadable
     index: SelectionIndex | Unreadable
 
 
-async def take_snapshot(database_url: str, as_of: datetime) -> UiSnapshot:
+async def take_snapshot(database_url: str, interval_seconds: float) -> UiSnapshot:
     """Everything the page shows, from one read-only transaction of its own."""
     async with StatusStore.connect(
         database_url, ApplicationName.UI, STATEMENT_TIMEOUT_SECONDS
     ) as store:
+        health = await read_health(store, interval_seconds, QUARANTINE_SHOWN)
+        as_of = health.as_of
         bucket = CHART_WINDOW.total_seconds() / CHART_POINTS
         return UiSnapshot(
-            as_of=as_of,
-            latest_revision=HEAD_REVISION,
-            summary=await read_part(store, lambda: summarize_cycles(store, as_of)),
+            health=health,
             recent=await read_part(store, lambda: store.history.recent(RECENT_CYCLES)),
             backlog=await read_part(
                 store, lambda: store.history.backlog_since(as_of - CHART_WINDOW, bucket)
             ),
-            backlog_now=await read_part(store, lambda: store.backlog(as_of, BACKLOG_COUNT_CAP)),
-            quarantine=await read_part(
-                store, lambda: QuarantineStore(store.session).listing(QUARANTINE_SHOWN)
-            ),
-            schema=await read_part(store, store.schema_state),
             index=await read_part(
                 store, lambda: store.selection_index(as_of, EXPLAINED_BATCH_SIZE)
             ),

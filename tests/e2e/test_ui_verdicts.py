@@ -1,0 +1,251 @@
+"""The page gives the deployment's verdict first, the one `status --check` gives, in every state
+an on-call meets: healthy, stuck, failing for hours, misconfigured, a fresh install, the
+database down. Each state is seeded, then the page is read in a real headless Chromium and
+`status --check` run against the same database: their verdicts must be the same line (the
+seconds that pass between the two reads aside). A screenshot of each state is kept
+(build/test-artifacts/ui-<state>.png; `scripts/ui-screenshot` writes docs/images/ too)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.store.history_store import CycleRecord
+from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
+from tests.e2e.command import run_command
+from tests.e2e.test_ui import serving
+from tests.support.browser import chromium, full_page_png
+from tests.support.database import SlotDatabase
+from tests.support.history import cycle_record
+from tests.support.slots import make_slot
+from tests.support.tcp_proxy import FreezableProxy
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).parents[2]
+ARTIFACTS = ROOT / "build" / "test-artifacts"
+REFUSED = "connection to server at 127.0.0.1 failed: Connection refused"
+GRANT = (
+    "role slot_worker cannot run a cycle: no UPDATE (status) on availability_slots; as the "
+    "owner of availability_slots, run `slot-expiration grant --role slot_worker`"
+)
+# Test-side SQL: `count` due slots that started a day ago and earlier, a minute apart.
+BACKLOG = """
+INSERT INTO availability_slots
+SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
+       %(now)s - interval '1 day' - i * interval '1 minute',
+       %(now)s - interval '1 day' - i * interval '1 minute' + interval '30 minutes',
+       'Available', 1, %(now)s, %(now)s
+FROM generate_series(1, %(count)s) AS i
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Looked:
+    level: str  # the verdict's class on the page: ok, warning, critical, unknown
+    summary: str  # the verdict's line on the page
+    text: str  # the page's whole text
+    first_section: str  # the id of the first section of <main>
+    links: list[str]  # where the verdict's links lead
+    png: bytes
+
+
+def _cycles(
+    now: datetime,
+    hours: float,
+    backlog: Callable[[int], int],
+    outcome: Callable[[int, str], CycleOutcome] = lambda step, instance: CycleOutcome.SUCCESS,
+    expired: Callable[[int], int] = lambda step: 500,
+) -> list[CycleRecord]:
+    """Two replicas' cycles every 5 minutes over the last `hours`, the oldest first; step 1
+    is the latest. `backlog(step)` what each left, `outcome(step, instance)` how it ended,
+    `expired(step)` how many a success expired (at most the backlog and what started since)."""
+    records = []
+    for step in range(round(hours * 12), 0, -1):
+        ended = now - timedelta(minutes=5 * step) + timedelta(seconds=20)
+        for instance, offset in (("worker-a:4711", 0), ("worker-b:4712", 90)):
+            ended_as = outcome(step, instance)
+            failed = ended_as is not CycleOutcome.SUCCESS
+            records.append(
+                cycle_record(
+                    ended + timedelta(seconds=offset),
+                    ended_as,
+                    instance=instance,
+                    expired=0 if failed else min(expired(step), backlog(step) + 40),
+                    backlog=None if ended_as is CycleOutcome.FAILED else backlog(step),
+                    sqlstate={
+                        CycleOutcome.FAILED: "08001",
+                        CycleOutcome.MISCONFIGURED: "42501",
+                    }.get(ended_as),
+                    error=REFUSED if ended_as is CycleOutcome.FAILED else GRANT,
+                )
+            )
+    return records
+
+
+async def _record(db: SlotDatabase, records: list[CycleRecord]) -> None:
+    history = Housekeeping(db.url, timedelta(days=14))
+    for record in records:
+        await record_cycle(history, record)
+
+
+async def _healthy(db: SlotDatabase, now: datetime) -> None:
+    """Six hours of two replicas draining a small backlog every 5 minutes."""
+    await db.insert([make_slot(timedelta(minutes=-m), as_of=now) for m in (1, 2, 3, 4)])
+    await _record(db, _cycles(now, 6, lambda step: 3 + step % 5))
+
+
+async def _stuck(db: SlotDatabase, now: datetime) -> None:
+    """A backlog that rose to 6000 and has stood there for the last hour and a half: the
+    cycles succeed, expiring nothing (its rows are locked elsewhere)."""
+    await db.conn.execute(BACKLOG, {"now": now, "count": 6_000})
+    await _record(
+        db, _cycles(now, 6, lambda step: 6_000 if step <= 18 else max(0, 9_000 - 100 * step))
+    )
+
+
+async def _failing(db: SlotDatabase, now: datetime) -> None:
+    """Every cycle of both replicas has failed the same way for the last 3 hours and more."""
+    await db.insert([make_slot(timedelta(minutes=-m), as_of=now) for m in range(1, 41)])
+
+    def outcome(step: int, instance: str) -> CycleOutcome:
+        return CycleOutcome.FAILED if step <= 37 else CycleOutcome.SUCCESS
+
+    await _record(db, _cycles(now, 6, lambda step: 40, outcome))
+
+
+async def _misconfigured(db: SlotDatabase, now: datetime) -> None:
+    """worker-b lost a grant 10 minutes ago; worker-a still works."""
+    await db.insert([make_slot(timedelta(minutes=-m), as_of=now) for m in (1, 2)])
+
+    def outcome(step: int, instance: str) -> CycleOutcome:
+        bad = instance == "worker-b:4712" and step <= 2
+        return CycleOutcome.MISCONFIGURED if bad else CycleOutcome.SUCCESS
+
+    await _record(db, _cycles(now, 6, lambda step: 2, outcome))
+
+
+async def _fresh(db: SlotDatabase, now: datetime) -> None:
+    """Migrated, and nothing has run yet."""
+    del db, now
+
+
+Seed = Callable[[SlotDatabase, datetime], Awaitable[None]]
+RUNBOOK = "https://runbooks.example.com/slot-expiration#"
+HUNG, MISCONFIGURED = "worker-hung-or-backlog-growing", "the-worker-is-misconfigured"
+STATES: dict[str, tuple[Seed, str, str, list[str]]] = {
+    # state: (seed, the page's verdict class, the start of the verdict's line, the runbook's
+    # sections its findings lead to)
+    "healthy": (_healthy, "ok", "OK: last success ", []),
+    "stuck": (_stuck, "warning", "WARNING: backlog 6000 > 5000, not down over 30m 0s", [HUNG]),
+    "failing": (_failing, "critical", "CRITICAL: no successful cycle for 3h ", [HUNG]),
+    "misconfigured": (
+        _misconfigured,
+        "critical",
+        "CRITICAL: worker-b:4712 is misconfigured: role slot_worker cannot run a cycle",
+        [MISCONFIGURED],
+    ),
+    "fresh": (
+        _fresh,
+        "critical",
+        "CRITICAL: no cycle in the history: no worker has run here yet",
+        [HUNG],
+    ),
+}
+
+
+def _look(page: str, profile: Path) -> Looked:
+    with chromium(profile) as driver:
+        driver.get(page)
+        verdict = driver.find_element(By.ID, "verdict")
+        first = driver.find_element(By.CSS_SELECTOR, "main > section")
+        return Looked(
+            level=(verdict.get_attribute("class") or "").removeprefix("verdict "),
+            summary=str(driver.find_element(By.ID, "verdict-summary").text),
+            text=str(driver.find_element(By.TAG_NAME, "body").text),
+            first_section=first.get_attribute("id") or "",
+            links=[a.get_attribute("href") or "" for a in verdict.find_elements(By.TAG_NAME, "a")],
+            png=full_page_png(driver),
+        )
+
+
+def _save(state: str, png: bytes) -> None:
+    """A test artifact, always; docs/images/ui-<state>.png too when scripts/ui-screenshot
+    asks (UI_SCREENSHOTS: the folder)."""
+    assert png.startswith(b"\x89PNG")
+    folders = [
+        ARTIFACTS,
+        *([Path(os.environ["UI_SCREENSHOTS"])] if "UI_SCREENSHOTS" in os.environ else []),
+    ]
+    for folder in folders:
+        path = folder if folder.is_absolute() else ROOT / folder
+        path.mkdir(parents=True, exist_ok=True)
+        (path / f"ui-{state}.png").write_bytes(png)
+
+
+def _same_line(page: str, check: str) -> bool:
+    """A verdict's line with its durations' numbers left out: the page and the check read a
+    moment apart."""
+    return re.sub(r"\b\d+([dhms])\b", r"#\1", page) == re.sub(r"\b\d+([dhms])\b", r"#\1", check)
+
+
+@pytest.mark.parametrize("state", STATES)
+async def test_the_pages_verdict_comes_first_and_is_the_checks_in_each_state(
+    db: SlotDatabase, secret_url: str, tmp_path: Path, state: str
+) -> None:
+    seed, level, line, sections = STATES[state]
+    await seed(db, datetime.now(UTC))
+
+    async with serving(secret_url) as page:
+        looked = await asyncio.to_thread(_look, page, tmp_path / "profile")
+    check = await run_command("status", "--check", "--database-url", secret_url)
+
+    _save(state, looked.png)
+    assert looked.first_section == "verdict"
+    assert looked.level == level
+    assert looked.summary.startswith(line), looked.summary
+    (checked,) = check.stdout.splitlines()
+    assert _same_line(looked.summary, checked), (looked.summary, checked)
+    assert check.returncode == {"ok": 0, "warning": 1, "critical": 2}[level]
+    # What to do: the runbook's part on verdicts, then each finding's section.
+    assert looked.links == [f"{RUNBOOK}what-the-verdict-says"] + [RUNBOOK + s for s in sections]
+
+
+async def test_a_failing_deployments_page_folds_its_identical_failures_into_one_row(
+    db: SlotDatabase, secret_url: str, tmp_path: Path
+) -> None:
+    await _failing(db, datetime.now(UTC))
+
+    async with serving(secret_url) as page:
+        looked = await asyncio.to_thread(_look, page, tmp_path / "profile")
+
+    assert re.search(r"failed 74\u00d7 since \d\d:\d\d UTC", looked.text), looked.text
+    assert looked.text.count(REFUSED) == 1
+    assert "Last success\n3h " in looked.text
+
+
+async def test_with_the_database_down_the_pages_verdict_is_the_checks_unknown(
+    db: SlotDatabase, secret_url: str, tmp_path: Path
+) -> None:
+    await _healthy(db, datetime.now(UTC))
+    async with FreezableProxy.serving(secret_url) as proxy:
+        through = proxy.url_through(secret_url)
+        async with serving(through) as page:
+            await proxy.close()  # the database is gone: every connection is refused
+            looked = await asyncio.to_thread(_look, page, tmp_path / "profile")
+            check = await run_command("status", "--check", "--database-url", through)
+
+    _save("database-down", looked.png)
+    assert (looked.first_section, looked.level) == ("verdict", "unknown")
+    assert looked.summary.startswith("UNKNOWN: cannot connect to the database (postgresql://")
+    assert check.returncode == 3
+    assert check.stdout.splitlines() == [looked.summary]
