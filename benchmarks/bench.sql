@@ -21,13 +21,51 @@ SET status = 'Expired', updated_at = %(as_of)s, version = s.version + 1
 FROM picked
 WHERE s.id = picked.id;
 
--- name: bench_expire_all_due
+-- fragment: expire_all_due
 -- The single statement: every due Available slot expired at once, in one
--- transaction, as a pg_cron job would do it on the database's clock (no
--- batches, no quarantine, no skipped rows). Section g's reference rate.
+-- transaction, on the database's clock (no batches, no quarantine, no skipped
+-- rows): what a pg_cron job runs. Section g's peer.
 UPDATE availability_slots
 SET status = 'Expired', updated_at = now(), version = version + 1
 WHERE status = 'Available' AND start_at <= now();
+
+-- name: bench_expire_all_due
+-- The single statement, sent by the benchmark (where pg_cron is not there).
+-- include: expire_all_due
+
+-- name: bench_cron_command
+-- The single statement as section g's pg_cron job runs it, in the benchmark's
+-- schema.
+SET search_path TO slot_expiration_bench;
+-- include: expire_all_due
+
+-- name: bench_create_cron
+-- pg_cron in the embedded server's database (cron.database_name): its
+-- scheduler starts the jobs of this database.
+CREATE EXTENSION IF NOT EXISTS pg_cron;
+
+-- name: bench_cron_available
+-- Whether pg_cron can run a job here: installed in this database, and its
+-- scheduler serving this database.
+SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_cron')
+    AND current_setting('cron.database_name', true) = current_database();
+
+-- name: bench_cron_schedule
+-- A job at every minute's start; the benchmark unschedules it after its first
+-- run.
+SELECT cron.schedule(%(name)s, '* * * * *', %(command)s);
+
+-- name: bench_cron_unschedule
+SELECT cron.unschedule(%(job)s);
+
+-- name: bench_cron_run
+-- The job's first run as pg_cron recorded it: its status, the command's
+-- result ("UPDATE n"), and when it started and ended (pg_cron's own clock).
+SELECT status, return_message, start_time, end_time
+FROM cron.job_run_details
+WHERE jobid = %(job)s AND status IN ('succeeded', 'failed')
+ORDER BY runid
+LIMIT 1;
 
 -- name: bench_create_schema
 CREATE SCHEMA slot_expiration_bench;
@@ -46,9 +84,9 @@ SELECT current_schema();
 -- A realistic table in one set-based statement. Three kinds of rows:
 -- the backlog (`due` Available slots whose start has passed, the most recent
 -- past), the history before it (Expired, Booked and Archived slots) and the
--- future (a fifth of it Booked). Consultants publish on a 30-minute grid, one
--- slot per consultant and step, so thousands of slots share each start, as at
--- an hour boundary. The rows are written in a scattered order (row number p
+-- future (a fifth of it Booked). Consultants publish on a grid of `step` (30
+-- minutes, or wider to spread a table over months), one slot per consultant
+-- and step, so thousands of slots share each start, as at an hour boundary. The rows are written in a scattered order (row number p
 -- becomes p * stride mod total, a permutation since stride and total are
 -- coprime), so the slots of one start lie spread over the heap as in a table
 -- filled over months.
@@ -86,11 +124,11 @@ CROSS JOIN LATERAL (
 CROSS JOIN LATERAL (
     SELECT
         CASE b.kind
-            WHEN 0 THEN %(as_of)s - (c.k + 1) * interval '30 minutes'
+            WHEN 0 THEN %(as_of)s - (c.k + 1) * %(step)s::interval
             WHEN 1 THEN %(as_of)s
                 - (c.k + 1 + (%(due)s::bigint + %(consultants)s - 1) / %(consultants)s)
-                  * interval '30 minutes'
-            ELSE %(as_of)s + interval '1 day' + c.k * interval '30 minutes'
+                  * %(step)s::interval
+            ELSE %(as_of)s + interval '1 day' + c.k * %(step)s::interval
         END AS start_at,
         CASE
             WHEN b.kind = 0 THEN 'Available'
@@ -111,12 +149,37 @@ VACUUM (ANALYZE) availability_slots;
 -- name: bench_analyze
 ANALYZE availability_slots;
 
+-- fragment: slot_tables
+-- The tables that hold the slot table's rows: itself, or (partitioned) its
+-- leaf partitions.
+SELECT to_regclass('availability_slots') AS relid
+WHERE NOT EXISTS (SELECT FROM pg_partition_tree('availability_slots'))
+UNION ALL
+SELECT relid FROM pg_partition_tree('availability_slots') WHERE isleaf
+
 -- name: bench_autovacuum_off
--- While a phase measures dead tuples, autovacuum must not remove them under it.
-ALTER TABLE availability_slots SET (autovacuum_enabled = false);
+-- While a phase measures dead tuples, autovacuum must not remove them under it
+-- (each table that holds rows: on a partitioned table, each partition).
+DO $$
+DECLARE leaf regclass;
+BEGIN
+    FOR leaf IN SELECT relid FROM (
+        -- include: slot_tables
+    ) AS t LOOP
+        EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', leaf);
+    END LOOP;
+END $$;
 
 -- name: bench_autovacuum_default
-ALTER TABLE availability_slots RESET (autovacuum_enabled);
+DO $$
+DECLARE leaf regclass;
+BEGIN
+    FOR leaf IN SELECT relid FROM (
+        -- include: slot_tables
+    ) AS t LOOP
+        EXECUTE format('ALTER TABLE %s RESET (autovacuum_enabled)', leaf);
+    END LOOP;
+END $$;
 
 -- name: bench_expire_oldest
 -- Expire the `count` oldest due rows in one statement: the dead tuples a long
@@ -253,3 +316,72 @@ SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %(since)s::pg_lsn)::bigint;
 -- every page's next change writes a full page image to the WAL, as the first
 -- change after any checkpoint does on a server in service.
 CHECKPOINT;
+
+-- name: bench_create_plain_calendar
+-- Section h: a calendar's own table, unpartitioned: the contract's columns,
+-- its key and an index of its own for its queries (the worker's index comes
+-- with migrate's adoption).
+CREATE TABLE availability_slots (
+    id uuid PRIMARY KEY,
+    tenant_id uuid NOT NULL,
+    consultant_id uuid NOT NULL,
+    start_at timestamptz NOT NULL,
+    end_at timestamptz NOT NULL,
+    status text NOT NULL,
+    version integer NOT NULL,
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL
+);
+CREATE INDEX availability_slots_consultant ON availability_slots
+    (tenant_id, consultant_id, start_at);
+
+-- name: bench_create_monthly_calendar
+-- The same calendar partitioned by range on start_at (pg_partman makes the
+-- monthly partitions): a key must hold start_at.
+CREATE TABLE availability_slots (
+    id uuid NOT NULL,
+    tenant_id uuid NOT NULL,
+    consultant_id uuid NOT NULL,
+    start_at timestamptz NOT NULL,
+    end_at timestamptz NOT NULL,
+    status text NOT NULL,
+    version integer NOT NULL,
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    PRIMARY KEY (id, start_at)
+) PARTITION BY RANGE (start_at);
+CREATE INDEX availability_slots_consultant ON availability_slots
+    (tenant_id, consultant_id, start_at);
+
+-- name: bench_partman_schema
+-- Where pg_partman is installed in this database (NULL: not installed).
+SELECT (SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_partman');
+
+-- name: bench_partman_installable
+SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'pg_partman');
+
+-- name: bench_create_partman
+-- pg_partman in the benchmark's own schema: it goes with the schema.
+CREATE EXTENSION pg_partman SCHEMA slot_expiration_bench;
+
+-- name: bench_partman_create_parent
+-- Monthly partitions from the first month given on, premake months ahead of
+-- now, and a default partition; the schema is where pg_partman is installed
+-- (the three filled in by psycopg.sql, as an identifier and literals).
+SELECT {schema}.create_parent(
+    'slot_expiration_bench.availability_slots', 'start_at', 'native', 'monthly',
+    p_premake := {premake}, p_start_partition := {first}
+);
+
+-- name: bench_partitions
+-- The partitions of the slot table (0 when it is not partitioned).
+SELECT count(*) FROM pg_inherits WHERE inhparent = to_regclass('availability_slots');
+
+-- name: bench_relation_bytes
+-- The slot table's size with its partitions: heap, and indexes.
+SELECT
+    coalesce(sum(pg_table_size(r.relid)), 0)::bigint,
+    coalesce(sum(pg_indexes_size(r.relid)), 0)::bigint
+FROM (
+    -- include: slot_tables
+) AS r;

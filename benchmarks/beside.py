@@ -12,8 +12,11 @@ process, timed by its cycle.started and cycle.completed log lines), the bare
 loop (the bare batch statement, one batch after the other, as section b runs
 it, from this process; the same pause after each full batch as the worker's
 `--batch-pause-seconds` when paced), and the single statement (every due row in
-one UPDATE, as a pg_cron job would). A round runs every condition once, in an
-order turned by one each round, so that no condition always follows the same one.
+one UPDATE) run as a real pg_cron job, timed by pg_cron's own cron.job_run_details
+(or, where pg_cron is not installed, sent and timed by the benchmark). pg_cron
+starts jobs at a minute's start: its run's bookings begin so that their warm-up
+ends just before it. A round runs every condition once, in an order turned by one
+each round, so that no condition always follows the same one.
 """
 
 from __future__ import annotations
@@ -38,15 +41,26 @@ from benchmarks.processes import event_time, once_summary, worker_process
 from benchmarks.stats import Distribution, Spread, rate, ratio
 from benchmarks.store import booking_statements
 from slot_expiration.domain import BOOK, sources_of
+from slot_expiration.options import SynchronousCommit
 from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
 from slot_expiration.slots.options import SlotOptions
 
 LOCK_TIMEOUT_SECONDS = DEFAULT_LOCK_TIMEOUT_SECONDS  # the worker's default
 # A first guess of a drain's pace beside the bookings, before one was measured: it sets
 # how long pgbench runs (the drain's time with some slack), never a result.
-GUESSED_ROWS_PER_SECOND = {"worker": 15_000.0, "bare loop": 20_000.0, "single statement": 40_000.0}
+GUESSED_ROWS_PER_SECOND = {
+    "worker": 15_000.0,
+    "bare loop": 20_000.0,
+    "single statement": 40_000.0,
+    "pg_cron job": 40_000.0,
+}
 SLACK = 1.15  # pgbench runs this many times the drain's expected time, and SLACK_SECONDS more
 SLACK_SECONDS = 0.5
+CRON_JOB = "slot-expiration-bench"
+# The job is scheduled this long before the minute's start pg_cron runs it at.
+CRON_LEAD_SECONDS = 3.0
+CRON_WAIT_SECONDS = 120.0
+_CRON_POLL_SECONDS = 0.05
 
 
 class DrainKind(StrEnum):
@@ -54,6 +68,7 @@ class DrainKind(StrEnum):
     WORKER = "worker"
     BARE = "bare loop"
     SINGLE = "single statement"
+    CRON = "pg_cron job"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +77,7 @@ class Drainer:
     batch_size: int = 500
     pause_seconds: float = 0.0
     drain_batch_size_flag: bool = False  # the worker is given --drain-batch-size
+    synchronous_commit: SynchronousCommit | None = None  # the worker's; None: the run's
 
     @property
     def batched(self) -> bool:
@@ -73,7 +89,12 @@ class Drainer:
         if not self.batched:
             return self.kind.value
         pace = f"paced {self.pause_seconds:g} s" if self.pause_seconds else "flat out"
-        return f"{self.kind.value}, {self.batch_size:,} a batch, {pace}"
+        commit = (
+            f", synchronous commit {self.synchronous_commit.value}"
+            if self.synchronous_commit is not None
+            else ""
+        )
+        return f"{self.kind.value}, {self.batch_size:,} a batch, {pace}{commit}"
 
     def batches(self, backlog: int) -> int:
         return -(-backlog // self.batch_size) if self.batched else 1
@@ -157,6 +178,8 @@ async def run_condition(
         logged = await run_pgbench(ctx.url, script, settings)
         window = window_of(logged, started + load.warmup_seconds)
         return ConditionRun(drainer, window, None, await ctx.store.booked_candidates())
+    if drainer.kind is DrainKind.CRON:
+        await asyncio.sleep(until_minute_start(time.time(), load.warmup_seconds))
     bookings = asyncio.create_task(run_pgbench(ctx.url, script, settings))
     try:
         await asyncio.sleep(load.warmup_seconds)  # bookings reach their pace
@@ -171,8 +194,40 @@ async def run_condition(
     return ConditionRun(drainer, window, drained, await ctx.store.booked_candidates())
 
 
+def until_minute_start(now: float, warmup_seconds: float) -> float:
+    """Seconds to wait from `now` (Unix time) so that a warm-up started then ends
+    CRON_LEAD_SECONDS before a minute's start, when pg_cron runs its jobs."""
+    lead = warmup_seconds + CRON_LEAD_SECONDS
+    wait = (60.0 - now % 60.0) - lead
+    return wait if wait >= 0 else wait + 60.0
+
+
+async def _cron_drain(ctx: BenchContext, drainer: Drainer) -> Drained:
+    """The single statement as a pg_cron job, timed by pg_cron (cron.job_run_details)."""
+    del drainer
+    job = await ctx.store.schedule_single_statement(CRON_JOB)
+    try:
+        async with asyncio.timeout(CRON_WAIT_SECONDS):
+            # pg_cron's own table tells when the job ran: there is no event to wait on.
+            while (run := await ctx.store.cron_run(job)) is None:  # noqa: ASYNC110
+                await asyncio.sleep(_CRON_POLL_SECONDS)
+    except TimeoutError:
+        raise BenchError(f"the pg_cron job did not run within {CRON_WAIT_SECONDS:g} s") from None
+    finally:
+        await ctx.store.unschedule(job)
+    if run.status != "succeeded":
+        raise BenchError(f"the pg_cron job failed: {run.return_message}")
+    start, end = run.start_time.timestamp(), run.end_time.timestamp()
+    return Drained(run.rows, start, end, ((end - start) * 1000.0,))
+
+
 async def _worker_drain(ctx: BenchContext, drainer: Drainer) -> Drained:
-    pace = WorkerPace(drainer.batch_size, drainer.pause_seconds, drainer.drain_batch_size_flag)
+    pace = WorkerPace(
+        drainer.batch_size,
+        drainer.pause_seconds,
+        drainer.drain_batch_size_flag,
+        drainer.synchronous_commit,
+    )
     async with worker_process(*ctx.drain_once_args(LOCK_TIMEOUT_SECONDS, pace)) as worker:
         await worker.wait()
     start, end, batch_ms = worker_timing(worker.events(), drainer.pause_seconds)
@@ -229,6 +284,7 @@ _DRAINS: dict[DrainKind, Callable[[BenchContext, Drainer], Awaitable[Drained]]] 
     DrainKind.WORKER: _worker_drain,
     DrainKind.BARE: _bare_drain,
     DrainKind.SINGLE: _single_statement,
+    DrainKind.CRON: _cron_drain,
 }
 
 
@@ -249,7 +305,8 @@ class PgbenchLength:
         if drainer.kind is DrainKind.NONE:
             return self._load.seconds
         expected = self._seen.get(drainer) or self._expected(drainer)
-        return self._load.warmup_seconds + SLACK * expected + SLACK_SECONDS
+        lead = CRON_LEAD_SECONDS if drainer.kind is DrainKind.CRON else 0.0
+        return self._load.warmup_seconds + lead + SLACK * expected + SLACK_SECONDS
 
     def saw(self, run: ConditionRun) -> None:
         drained = run.drained

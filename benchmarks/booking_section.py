@@ -1,16 +1,18 @@
 """Section d: booking latency beside the worker's drain, beside the bare loop's, and alone.
 
 pgbench books random future slots at a fixed rate with the slot context's own
-book-slot statement (in a transaction, as the book operation sends it). Five
+book-slot statement (in a transaction, as the book operation sends it). Six
 conditions, each run once per round, the order turned each round (see beside):
 no drain; the worker draining the backlog flat out and paced (its
 `--batch-pause-seconds`), batch for batch like the bare loop (its
-`--drain-batch-size`, where it has one, equal to `--batch-size`); the bare loop
-draining the same backlog flat out and at the same pause. The headline is each
-round's booking p99 beside the worker / beside the bare loop at the same pace:
-the worker's own cost to the bookings, with what any drain of that pace costs
-them set apart; each drain is also set beside the round's run without one.
-Every ratio is given as its median over the rounds with its range.
+`--drain-batch-size`, where it has one, equal to `--batch-size`); the worker flat
+out with `--synchronous-commit on` (every batch waiting for its flush, as before
+the worker committed asynchronously); the bare loop draining the same backlog
+flat out and at the same pause, its commits at the server's setting. The
+headline is each round's booking p99 beside the worker / beside the bare loop at
+the same pace: the worker's own cost to the bookings, with what any drain of that
+pace costs them set apart; each drain is also set beside the round's run without
+one. Every ratio is given as its median over the rounds with its range.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from benchmarks.beside import (
 )
 from benchmarks.context import BenchContext
 from benchmarks.stats import Spread
+from slot_expiration.options import SynchronousCommit
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +44,20 @@ class BookingInterference:
     bare_flat: Condition
     worker_paced: Condition
     bare_paced: Condition
+    worker_synchronous: Condition  # flat out, --synchronous-commit on
     flat_p99_ratio: Spread | None  # each round: p99 beside the worker / beside the bare loop
     paced_p99_ratio: Spread | None
+    synchronous_p99_ratio: Spread | None  # the same, the worker with synchronous commit on
 
     @property
     def drains(self) -> tuple[Condition, ...]:
-        return (self.worker_flat, self.bare_flat, self.worker_paced, self.bare_paced)
+        return (
+            self.worker_flat,
+            self.worker_synchronous,
+            self.bare_flat,
+            self.worker_paced,
+            self.bare_paced,
+        )
 
     @property
     def slots_booked(self) -> int:
@@ -64,13 +75,14 @@ def drainers(ctx: BenchContext) -> tuple[Drainer, ...]:
         Drainer(DrainKind.BARE, size),
         Drainer(DrainKind.WORKER, size, pause, flag),
         Drainer(DrainKind.BARE, size, pause),
+        Drainer(DrainKind.WORKER, size, 0.0, flag, SynchronousCommit.ON),
     )
 
 
 async def measure_bookings(ctx: BenchContext) -> BookingInterference:
     load, conditions = ctx.plan.booking, drainers(ctx)
     rounds = await run_rounds(ctx, conditions, load.rounds, "d")
-    none, worker_flat, bare_flat, worker_paced, bare_paced = (
+    none, worker_flat, bare_flat, worker_paced, bare_paced, worker_synchronous = (
         [runs[i] for runs in rounds] for i in range(len(conditions))
     )
     return BookingInterference(
@@ -84,6 +96,8 @@ async def measure_bookings(ctx: BenchContext) -> BookingInterference:
         bare_flat=condition(bare_flat, none),
         worker_paced=condition(worker_paced, none),
         bare_paced=condition(bare_paced, none),
+        worker_synchronous=condition(worker_synchronous, none),
         flat_p99_ratio=p99_ratio(worker_flat, bare_flat),
         paced_p99_ratio=p99_ratio(worker_paced, bare_paced),
+        synchronous_p99_ratio=p99_ratio(worker_synchronous, bare_flat),
     )

@@ -34,12 +34,12 @@ from slot_expiration.options import DatabaseOptions, WorkerOptions, redact_url
 @click.option(
     "--full",
     is_flag=True,
-    help="Add the table of 10 million slots to section e (many more minutes).",
+    help="Tables of 10 million slots in sections e and h (many more minutes).",
 )
 @click.option(
     "--sections",
     metavar="LIST",
-    help="Only these sections, comma-separated, of a,b,c,d,e,f,g. [default: all]",
+    help="Only these sections, comma-separated, of a,b,c,d,e,f,g,h. [default: all]",
 )
 @click.option(
     "--json-out",
@@ -53,8 +53,15 @@ from slot_expiration.options import DatabaseOptions, WorkerOptions, redact_url
     "Read from this flag only, never from the environment.",
 )
 # The worker's own options, passed on to every worker the run starts (in d, the paced
-# drains take --batch-pause-seconds instead of 0.02 s); never read from the environment.
-@options(WorkerOptions, "prepared_statements", "batch_pause_seconds", environment=False)
+# drains take --batch-pause-seconds instead of 0.02 s; b and d also run the worker with
+# --synchronous-commit on beside it); never read from the environment.
+@options(
+    WorkerOptions,
+    "prepared_statements",
+    "batch_pause_seconds",
+    "synchronous_commit",
+    environment=False,
+)
 @click.option(
     "--server-setting",
     metavar="NAME=VALUE",
@@ -63,11 +70,13 @@ from slot_expiration.options import DatabaseOptions, WorkerOptions, redact_url
     "wal_compression=on. Not with --database-url.",
 )
 def bench(**given: Any) -> None:
-    """Benchmark the worker: a. one batch vs the bare statement, b. a drain, c. 1/2/4
-    processes, d. booking latency beside the worker's drain and the bare loop's (pgbench),
-    e. growth to 10M slots, f. memory, g. drain rate by batch size vs one single statement.
+    """Benchmark the worker: a. one batch vs the bare statement, b. a drain vs the bare
+    loop in rounds, c. 1/2/4 processes, d. booking latency beside the worker's drain and
+    the bare loop's (pgbench), e. growth to 10M slots, f. memory, g. drain rate by batch
+    size vs the single statement as a pg_cron job, h. a calendar partitioned by month
+    (pg_partman) vs unpartitioned.
 
-    Targets are printed next to the results, met or not.
+    Each target is printed with its verdict and, measured in rounds, their range.
     """
     try:
         options = bench_options(**given)

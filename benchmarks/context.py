@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TextIO
 
@@ -14,7 +14,7 @@ from benchmarks.plan import BenchPlan
 from benchmarks.store import BenchStore
 from benchmarks.timing import DRAIN_BUDGET_SECONDS, worker_options
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
-from slot_expiration.options import WorkerOptions
+from slot_expiration.options import SynchronousCommit, WorkerOptions
 from slot_expiration.store import Selection
 
 
@@ -34,6 +34,7 @@ class WorkerPace:
     batch_size: int
     pause_seconds: float = 0.0
     drain_batch_size_flag: bool = False
+    synchronous_commit: SynchronousCommit | None = None  # None: the run's
 
     def size_flags(self, first_batch_size: int) -> tuple[str, ...]:
         if self.drain_batch_size_flag:
@@ -71,8 +72,14 @@ class BenchContext:
     # the run knows), equal to --batch-size unless a section asks for another drain size.
     drain_batch_size_flag: bool = False
 
-    def worker_options(self, max_batches: int) -> WorkerOptions:
-        return worker_options(self.url, self.plan.batch_size, max_batches, self.worker)
+    def worker_options(
+        self, max_batches: int, synchronous_commit: SynchronousCommit | None = None
+    ) -> WorkerOptions:
+        """An in-process worker's options: the run's, with this commit setting if given."""
+        tuning = self.worker
+        if synchronous_commit is not None:
+            tuning = replace(tuning, synchronous_commit=synchronous_commit)
+        return worker_options(self.url, self.plan.batch_size, max_batches, tuning)
 
     def drain_once_args(
         self, lock_timeout_seconds: float, pace: WorkerPace | None = None
@@ -98,6 +105,7 @@ class BenchContext:
             self.plan.batch_size, worker.batch_pause_seconds, self.drain_batch_size_flag
         )
         prepared = "--" + ("" if worker.prepared_statements else "no-") + "prepared-statements"
+        commit = pace.synchronous_commit or worker.synchronous_commit
         return (
             "--database-url",
             self.url,
@@ -107,6 +115,8 @@ class BenchContext:
             "--batch-pause-seconds",
             f"{pace.pause_seconds:g}",
             prepared,
+            "--synchronous-commit",
+            commit.value,
         )
 
     async def explain(self, occasion: str, statement: str) -> None:

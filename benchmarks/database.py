@@ -13,9 +13,8 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from benchmarks.store import BENCH_SCHEMA, BenchStore
+from benchmarks.store import BENCH_SCHEMA, BenchStore, with_server_option
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.options import redact_url
 from slot_expiration.store.schema_version import upgrade
@@ -30,6 +29,11 @@ BENCH_SERVER_SETTINGS = (
     "maintenance_work_mem=256MB",
     "max_wal_size=8GB",
     "checkpoint_timeout=30min",
+    # pg_cron (Debian's postgresql-15-cron), section g's peer: its scheduler runs the jobs
+    # of the benchmark's database, connecting to it over the loopback.
+    "shared_preload_libraries=pg_cron",
+    "cron.database_name=postgres",
+    "cron.host=127.0.0.1",
 )
 # What the report records of the server it ran on.
 REPORTED_SETTINGS = (
@@ -46,6 +50,7 @@ REPORTED_SETTINGS = (
     "wal_buffers",
     "wal_compression",
     "wal_level",
+    "wal_writer_delay",
     "work_mem",
 )
 
@@ -65,14 +70,7 @@ def reported_settings(overrides: Sequence[str] = ()) -> tuple[str, ...]:
 
 def bench_url(url: str) -> str:
     """The URL with the benchmark's schema first on the search path (other options kept)."""
-    parts = urlsplit(url)
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    ours = f"-c search_path={BENCH_SCHEMA}"
-    options = [value for key, value in pairs if key == "options"]
-    rest = [(key, value) for key, value in pairs if key != "options"]
-    merged = " ".join([*options, ours]) if options else ours
-    query = urlencode([*rest, ("options", merged)], quote_via=quote)
-    return urlunsplit(parts._replace(query=query))
+    return with_server_option(url, f"-c search_path={BENCH_SCHEMA}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +97,8 @@ async def bench_database(
             base, where, embedded = database_url, redact_url(database_url), False
         async with BenchStore.connect(base) as store:
             await store.create_schema()
+            if embedded:
+                await store.create_cron_extension()
         try:
             url = bench_url(base)
             # A calendar of its own beside the user's (whose table is in another schema).

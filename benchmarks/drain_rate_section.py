@@ -1,13 +1,17 @@
-"""Section g: how fast the backlog drains, by batch size, and what the bookings feel.
+"""Section g: how fast the backlog drains, by batch size, against the single statement that a
+pg_cron job runs, and what the bookings feel.
 
 The drains of section d's machinery (see beside), flat out (or at the run's
-`--batch-pause-seconds`): the worker and the bare loop at each batch size of
-the plan, and the single statement a pg_cron job would run (every due row in one
-UPDATE), each beside the booking load, with a run without a drain in every
-round. Each drain's rate is its rows over its time (first statement to end). The
-figure: the worker's rate at its fastest batch size / the single statement's, per
-round. The worker's batches at each size are timed too (between its batch log
-lines), for the budget: a batch must end well within `--max-cycle-seconds`.
+`--batch-pause-seconds`), each beside the booking load, with a run without a drain
+in every round: the worker at each batch size of the plan, the bare loop at the
+plan's bare sizes (the default drain batch: the floor there), and the peer: every
+due row in one UPDATE run as a real pg_cron job and timed by pg_cron itself
+(`cron.job_run_details`), or, where pg_cron is not installed, sent and timed by the
+benchmark (the report says which). Each drain's rate is its rows over its time
+(first statement to end). The figures, per round: the worker's rate at the default
+drain batch / the peer's (the target), and at its fastest size. The worker's
+batches at each size are timed too (between its batch log lines), for the budget: a
+batch must end well within `--max-cycle-seconds`.
 
 The worker's drains here are asked for with `--drain-batch-size` (the size of a
 drain's batches after the first), the first batch at the run's `--batch-size`
@@ -28,14 +32,15 @@ from benchmarks.beside import (
 )
 from benchmarks.context import BenchContext
 from benchmarks.stats import Spread, rate, ratio
+from slot_expiration.options.settings import DEFAULT_DRAIN_BATCH_SIZE
 
 
 @dataclass(frozen=True, slots=True)
 class BatchSizeDrains:
     batch_size: int
     worker: Condition
-    bare: Condition
-    worker_vs_single: Spread | None  # each round: worker rate / single statement rate
+    bare: Condition | None  # None: the bare loop was not run at this size
+    worker_vs_single: Spread | None  # each round: worker rate / the peer's rate
     bare_vs_single: Spread | None
 
 
@@ -46,8 +51,13 @@ class DrainRates:
     pause_seconds: float
     drain_batch_size_flag: bool  # the worker's drains were asked for with --drain-batch-size
     no_drain: Condition
-    single: Condition
+    single: Condition  # the peer: the pg_cron job, or the statement the benchmark sent
     sizes: tuple[BatchSizeDrains, ...]
+    default_batch_size: int = DEFAULT_DRAIN_BATCH_SIZE
+
+    @property
+    def peer_is_cron(self) -> bool:
+        return self.single.kind == DrainKind.CRON.value
 
     @property
     def best(self) -> BatchSizeDrains:
@@ -62,6 +72,16 @@ class DrainRates:
     def best_vs_single(self) -> Spread | None:
         return self.best.worker_vs_single
 
+    @property
+    def at_default(self) -> BatchSizeDrains | None:
+        """The drains at the worker's default --drain-batch-size, if it was measured."""
+        return next((s for s in self.sizes if s.batch_size == self.default_batch_size), None)
+
+    @property
+    def default_vs_single(self) -> Spread | None:
+        default = self.at_default
+        return default.worker_vs_single if default is not None else None
+
 
 def _median(spread: Spread | None) -> float:
     return spread.median if spread is not None else 0.0
@@ -70,21 +90,24 @@ def _median(spread: Spread | None) -> float:
 async def measure_drain_rates(ctx: BenchContext) -> DrainRates:
     plan, flag = ctx.plan.drain_rate, ctx.drain_batch_size_flag
     pause = ctx.worker.batch_pause_seconds
+    peer = DrainKind.CRON if await ctx.store.cron_available() else DrainKind.SINGLE
     conditions = (
         Drainer(DrainKind.NONE),
-        Drainer(DrainKind.SINGLE),
+        Drainer(peer),
         *(Drainer(DrainKind.WORKER, n, pause, flag) for n in plan.batch_sizes),
-        *(Drainer(DrainKind.BARE, n, pause) for n in plan.batch_sizes),
+        *(Drainer(DrainKind.BARE, n, pause) for n in plan.bare_sizes),
     )
     ctx.progress(
         "g. the worker's drain batch size given as "
         + ("--drain-batch-size" if flag else "--batch-size (it has no --drain-batch-size)")
+        + f"; the peer: {peer.value}"
     )
     rounds = await run_rounds(ctx, conditions, plan.rounds, "g")
     by_condition = [[runs[i] for runs in rounds] for i in range(len(conditions))]
     none, single = by_condition[0], by_condition[1]
     count = len(plan.batch_sizes)
-    workers, bares = by_condition[2 : 2 + count], by_condition[2 + count :]
+    workers = dict(zip(plan.batch_sizes, by_condition[2 : 2 + count], strict=True))
+    bares = dict(zip(plan.bare_sizes, by_condition[2 + count :], strict=True))
     return DrainRates(
         rounds=plan.rounds,
         backlog=ctx.plan.backlog,
@@ -96,11 +119,11 @@ async def measure_drain_rates(ctx: BenchContext) -> DrainRates:
             BatchSizeDrains(
                 batch_size=size,
                 worker=condition(worker, none),
-                bare=condition(bare, none),
+                bare=condition(bares[size], none) if size in bares else None,
                 worker_vs_single=rate_ratio(worker, single),
-                bare_vs_single=rate_ratio(bare, single),
+                bare_vs_single=rate_ratio(bares[size], single) if size in bares else None,
             )
-            for size, worker, bare in zip(plan.batch_sizes, workers, bares, strict=True)
+            for size, worker in workers.items()
         ),
     )
 

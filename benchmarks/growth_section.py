@@ -79,7 +79,7 @@ class Growth:
 
 
 @dataclass(slots=True)
-class _DueRows:
+class DueRows:
     """Due rows left on the table, and how many there are once the phase's batches' rows
     are put back (the wave's stay expired)."""
 
@@ -98,10 +98,10 @@ async def _point(ctx: BenchContext, slots: int) -> GrowthPoint:
     ctx.progress(f"e. loading {slots:,} slots")
     loaded = await load_table(store, growth.shape(slots, ctx.plan.batch_size), ctx.as_of)
     await store.autovacuum(enabled=False)
-    rows = _DueRows(left=loaded.due, restored=loaded.due)
+    rows = DueRows(left=loaded.due, restored=loaded.due)
     try:
         ctx.progress(f"e. {slots:,} slots: clean")
-        clean = await _phase(ctx, rows, vacuum=True)
+        clean = await timed_phase(ctx, rows, vacuum=True)
         wave = await _wave(ctx, rows, round(slots * growth.dead_share))
         await store.analyze()
         await store.checkpoint()
@@ -112,7 +112,7 @@ async def _point(ctx: BenchContext, slots: int) -> GrowthPoint:
         await store.vacuum_analyze()
         await store.checkpoint()
         ctx.progress(f"e. {slots:,} slots: vacuumed")
-        vacuumed = await _phase(ctx, rows, vacuum=True)
+        vacuumed = await timed_phase(ctx, rows, vacuum=True)
         for statement in ("expire_batch", "bench_bare_batch"):
             await ctx.explain(f"{slots:,} slots, after VACUUM", statement)
     finally:
@@ -130,7 +130,7 @@ async def _point(ctx: BenchContext, slots: int) -> GrowthPoint:
     )
 
 
-async def _wave(ctx: BenchContext, rows: _DueRows, count: int) -> int:
+async def _wave(ctx: BenchContext, rows: DueRows, count: int) -> int:
     """Expire `count` rows in one statement, after putting back the clean phase's rows if
     too few would be left for a round. Stamped before AsOf, the wave stays expired when a
     phase puts its rows back."""
@@ -143,7 +143,7 @@ async def _wave(ctx: BenchContext, rows: _DueRows, count: int) -> int:
     return wave
 
 
-async def _dead_phase(ctx: BenchContext, rows: _DueRows) -> tuple[float, PhaseTiming]:
+async def _dead_phase(ctx: BenchContext, rows: DueRows) -> tuple[float, PhaseTiming]:
     """The phase after the wave; its first worker batch set apart."""
     restores = rows.restores
     recorder, bare_ms, medians = await _rounds(ctx, rows, vacuum=False)
@@ -160,7 +160,7 @@ async def _dead_phase(ctx: BenchContext, rows: _DueRows) -> tuple[float, PhaseTi
     return first, timing
 
 
-async def _phase(ctx: BenchContext, rows: _DueRows, *, vacuum: bool) -> PhaseTiming:
+async def timed_phase(ctx: BenchContext, rows: DueRows, *, vacuum: bool) -> PhaseTiming:
     restores = rows.restores
     recorder, bare_ms, medians = await _rounds(ctx, rows, vacuum=vacuum)
     return PhaseTiming(
@@ -172,7 +172,7 @@ async def _phase(ctx: BenchContext, rows: _DueRows, *, vacuum: bool) -> PhaseTim
 
 
 async def _rounds(
-    ctx: BenchContext, rows: _DueRows, *, vacuum: bool
+    ctx: BenchContext, rows: DueRows, *, vacuum: bool
 ) -> tuple[BatchRecorder, list[float], list[float]]:
     """The phase's rounds, the rows put back first whenever the next round would run out
     (one batch more is kept for the plans read after the phase)."""
@@ -191,7 +191,7 @@ async def _rounds(
     return recorder, bare_ms, medians
 
 
-async def _put_back(ctx: BenchContext, rows: _DueRows, *, vacuum: bool) -> None:
+async def _put_back(ctx: BenchContext, rows: DueRows, *, vacuum: bool) -> None:
     if vacuum:
         await restore_backlog(ctx.store, ctx.as_of)
     else:

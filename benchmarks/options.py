@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.plan import Mode, Section
-from slot_expiration.options import OptionsError, WorkerOptions, load_settings
+from slot_expiration.options import OptionsError, SynchronousCommit, WorkerOptions, load_settings
 from slot_expiration.options.database_url import check_database_url, redact_url
 
 DEFAULT_JSON_OUT = Path("bench-results.json")
@@ -23,17 +23,29 @@ class BenchOptionsError(ValueError):
     """A wrong option; the message names it and never echoes a password."""
 
 
+# The worker's own defaults, from its options model (the one place they are written).
+_WORKER_DEFAULTS = load_settings(WorkerOptions, environment=False)
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerTuning:
-    """The worker's own tuning options, passed on to every worker the run starts."""
+    """The worker's own tuning options, passed on to every worker the run starts (the
+    sections that compare one setting with another set it themselves)."""
 
     prepared_statements: bool = False  # --prepared-statements
     batch_pause_seconds: float = 0.0  # --batch-pause-seconds (drain pacing)
+    synchronous_commit: SynchronousCommit = _WORKER_DEFAULTS.synchronous_commit
 
     def flags(self) -> tuple[str, ...]:
-        prepared = "--prepared-statements" if self.prepared_statements else ""
-        pause = f"--batch-pause-seconds {self.batch_pause_seconds:g}"
-        return tuple(flag for flag in (prepared, pause if self.batch_pause_seconds else "") if flag)
+        """The run's flags that differ from the worker's defaults (to reproduce the run)."""
+        flags: list[str] = []
+        if self.prepared_statements:
+            flags.append("--prepared-statements")
+        if self.batch_pause_seconds:
+            flags.append(f"--batch-pause-seconds {self.batch_pause_seconds:g}")
+        if self.synchronous_commit is not _WORKER_DEFAULTS.synchronous_commit:
+            flags.append(f"--synchronous-commit {self.synchronous_commit.value}")
+        return tuple(flags)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +67,7 @@ def bench_options(  # noqa: PLR0913 - one keyword per option of the command
     database_url: str | None,
     prepared_statements: bool | None = None,
     batch_pause_seconds: str | float | None = None,
+    synchronous_commit: str | None = None,
     server_setting: tuple[str, ...] = (),
 ) -> BenchOptions:
     url = check_url(database_url)
@@ -63,13 +76,15 @@ def bench_options(  # noqa: PLR0913 - one keyword per option of the command
         sections=parse_sections(sections),
         json_out=check_json_out(json_out),
         database_url=url,
-        worker=worker_tuning(prepared_statements, batch_pause_seconds),
+        worker=worker_tuning(prepared_statements, batch_pause_seconds, synchronous_commit),
         server_settings=check_server_settings(server_setting, given_database=url is not None),
     )
 
 
 def worker_tuning(
-    prepared_statements: bool | None, batch_pause_seconds: str | float | None
+    prepared_statements: bool | None,
+    batch_pause_seconds: str | float | None,
+    synchronous_commit: str | None = None,
 ) -> WorkerTuning:
     """The worker's options the run passes on, checked by the worker's own model."""
     try:
@@ -78,10 +93,13 @@ def worker_tuning(
             environment=False,
             prepared_statements=prepared_statements,
             batch_pause_seconds=batch_pause_seconds,
+            synchronous_commit=synchronous_commit,
         )
     except OptionsError as exc:
         raise BenchOptionsError(str(exc)) from None
-    return WorkerTuning(checked.prepared_statements, checked.batch_pause_seconds)
+    return WorkerTuning(
+        checked.prepared_statements, checked.batch_pause_seconds, checked.synchronous_commit
+    )
 
 
 _SETTING_NAME = re.compile(r"[a-z][a-z0-9_.]*")

@@ -1,9 +1,9 @@
 """How big each part of a benchmark run is: the quick smoke run, the default run, the full one.
 
-The default run ends in 12-13 minutes on two cores (sections d and g, bookings
-beside drains in several rounds, take most of it); `--quick` is a smoke
-run of under a minute or so (CI); `--full` adds the table of 10 million slots to
-the growth section.
+The default run ends in about half an hour on two cores (sections b, d and g, drains
+side by side in five rounds, take most of it); `--quick` is a smoke run of a minute
+or two (CI; pg_cron's job waits for a minute's start); `--full` adds the tables of
+10 million slots to the growth sections (e and h).
 """
 
 from __future__ import annotations
@@ -19,15 +19,16 @@ class Mode(StrEnum):
 
 
 class Section(StrEnum):
-    """The sections of issues 8 and 15, in the order a run measures them."""
+    """The benchmark's sections, in the order a run measures them."""
 
     BATCH = "a"  # one batch of 500: worker vs bare statement
-    DRAIN = "b"  # draining a backlog: worker vs a loop of the bare statement
+    DRAIN = "b"  # draining a backlog: worker vs a loop of the bare statement, in rounds
     PARALLEL = "c"  # the same drain with 1, 2 and 4 worker processes
     BOOKING = "d"  # booking latency beside the worker's drain, the bare loop's, and none
-    DRAIN_RATE = "g"  # drain rate by batch size: worker, bare loop, one single statement
+    DRAIN_RATE = "g"  # drain rate by batch size: worker, bare loop, the pg_cron job
     MEMORY = "f"  # the worker's resident memory, idle and draining
     GROWTH = "e"  # one batch on ever larger tables, with and without dead tuples
+    PARTITIONED = "h"  # a calendar partitioned by month (pg_partman) against a plain one
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +58,47 @@ class BookingLoad:
 class DrainRatePlan:
     """Section g: drains by batch size, each beside the booking load."""
 
-    batch_sizes: tuple[int, ...]
-    rounds: int  # rounds of (no drain, worker and bare loop at each size, single statement)
+    batch_sizes: tuple[int, ...]  # the worker's
+    bare_sizes: tuple[int, ...]  # the bare loop's, of batch_sizes
+    rounds: int  # rounds of (no drain, the peer, the worker and the bare loop at each size)
+
+    def __post_init__(self) -> None:
+        if not set(self.bare_sizes) <= set(self.batch_sizes):
+            raise ValueError("the bare loop's sizes must be among the worker's")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionPlan:
+    """Section h: the same calendar plain and partitioned by month, at each size."""
+
+    sizes: tuple[int, ...]
+    months: int  # the table's slots start over this many months, up to now
+    future_days: int  # and this many days ahead of now
+    rounds: int  # per table: rounds of (a worker cycle of `batches`, `batches` bare ones)
+    batches: int
+    drain_rows: int  # the drain whose rate and WAL are measured
+    consultants: int
+    tenants: int
+    premake: int = 2  # pg_partman's partitions made ahead of the current month
+    max_due_share: float = 0.5  # of a table, due at most
+
+    def growth(self) -> GrowthPlan:
+        """The same rounds as section e's clean phase (growth_section runs them)."""
+        return GrowthPlan(
+            sizes=self.sizes,
+            dead_share=0.0,
+            rounds=self.rounds,
+            batches=self.batches,
+            consultants=self.consultants,
+            tenants=self.tenants,
+            max_due_share=self.max_due_share,
+        )
+
+    def due(self, slots: int, batch_size: int) -> int:
+        """Due rows of a table: a round's batches (the rounds put them back as they go)
+        and the drain, within the share a table may hold."""
+        rounds = self.growth().round_rows(batch_size) + batch_size
+        return min(max(rounds, self.drain_rows), round(slots * self.max_due_share))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +145,9 @@ class BenchPlan:
     booking: BookingLoad
     drain_rate: DrainRatePlan
     growth: GrowthPlan
+    partitioned: PartitionPlan
     idle_seconds: float  # section f: how long the idle worker is watched
+    drain_rounds: int = 5  # section b: rounds of (the worker's two drains, the bare loop's two)
     batch_size: int = 500
 
     @property
@@ -142,7 +184,7 @@ _DEFAULT = BenchPlan(
         rounds=5,
         paced_pause_seconds=0.02,
     ),
-    drain_rate=DrainRatePlan(batch_sizes=(500, 1_000, 2_000, 5_000), rounds=2),
+    drain_rate=DrainRatePlan(batch_sizes=(500, 2_000, 5_000), bare_sizes=(2_000,), rounds=5),
     growth=GrowthPlan(
         sizes=(100_000, 1_000_000),
         dead_share=0.2,
@@ -150,6 +192,16 @@ _DEFAULT = BenchPlan(
         batches=10,
         consultants=2_000,
         tenants=200,
+    ),
+    partitioned=PartitionPlan(
+        sizes=(100_000, 1_000_000),
+        months=24,
+        future_days=28,
+        rounds=5,
+        batches=10,
+        drain_rows=40_000,
+        consultants=200,
+        tenants=20,
     ),
     idle_seconds=3,
 )
@@ -160,6 +212,7 @@ _PLANS = {
         _DEFAULT,
         mode=Mode.FULL,
         growth=replace(_DEFAULT.growth, sizes=(100_000, 1_000_000, 10_000_000)),
+        partitioned=replace(_DEFAULT.partitioned, sizes=(100_000, 10_000_000)),
     ),
     Mode.QUICK: BenchPlan(
         mode=Mode.QUICK,
@@ -178,7 +231,7 @@ _PLANS = {
             rounds=1,
             paced_pause_seconds=0.02,
         ),
-        drain_rate=DrainRatePlan(batch_sizes=(500, 2_000), rounds=1),
+        drain_rate=DrainRatePlan(batch_sizes=(500, 2_000), bare_sizes=(2_000,), rounds=1),
         growth=GrowthPlan(
             sizes=(20_000, 50_000),
             dead_share=0.2,
@@ -187,6 +240,17 @@ _PLANS = {
             consultants=200,
             tenants=20,
         ),
+        partitioned=PartitionPlan(
+            sizes=(20_000, 50_000),
+            months=24,
+            future_days=28,
+            rounds=1,
+            batches=3,
+            drain_rows=4_000,
+            consultants=20,
+            tenants=5,
+        ),
         idle_seconds=1,
+        drain_rounds=1,
     ),
 }

@@ -12,11 +12,12 @@ from benchmarks.beside import Condition
 from benchmarks.booking_section import BookingInterference
 from benchmarks.dataset import LoadedTable
 from benchmarks.drain_rate_section import BatchSizeDrains, DrainRates
-from benchmarks.drain_section import DrainComparison
+from benchmarks.drain_section import DrainComparison, DrainSeries
 from benchmarks.growth_section import Growth, GrowthPoint
 from benchmarks.memory_section import MemoryProfile
 from benchmarks.options import WorkerTuning
 from benchmarks.parallel_section import ParallelDrain
+from benchmarks.partition_section import Layout, Partitioned, PartitionPoint
 from benchmarks.stats import Distribution, Spread, ratio
 from benchmarks.targets import (
     BATCH_RATIO,
@@ -27,12 +28,14 @@ from benchmarks.targets import (
     GROWTH_REFERENCE_SLOTS,
     GROWTH_TARGET_SLOTS,
     IDLE_MEMORY,
+    PARTITIONED_GROWTH,
     STATEMENT_RATIO,
     Target,
     TargetCheck,
 )
 
 HEADER = ("section", "measure", "result", "compared with", "ratio", "target", "verdict")
+TARGETS_HEADER = ("section", "target", "limit", "result", "verdict")
 DASH = "-"
 
 
@@ -77,6 +80,7 @@ class BenchResults:
     drain_rate: DrainRates | None = None
     memory: MemoryProfile | None = None
     growth: Growth | None = None
+    partitioned: Partitioned | None = None
     plans: dict[str, str] = field(default_factory=dict)
 
 
@@ -88,21 +92,18 @@ class BenchReport:
     def checks(self) -> list[TargetCheck]:
         r = self.results
         absent = "section not run"
-        a, d, g = r.batch, r.booking, r.drain_rate
+        a, b, d, g = r.batch, r.drain, r.booking, r.drain_rate
         statement = ratio(a.statement_only.median, a.statement_bare.median) if a else None
         return [
             BATCH_RATIO.check(a.median_ratio if a else None, absent),
             STATEMENT_RATIO.check(statement, absent),
-            DRAIN_RATIO.check(r.drain.time_ratio if r.drain else None, absent),
-            BOOKING_P99.check(_median(d.flat_p99_ratio) if d else None, absent),
+            DRAIN_RATIO.of_rounds(b.time_ratio if b else None, absent),
+            BOOKING_P99.of_rounds(d.flat_p99_ratio if d else None, absent),
             growth_check(r.growth),
+            partitioned_check(r.partitioned),
             IDLE_MEMORY.check(r.memory.idle_mb if r.memory else None, absent),
-            DRAIN_RATE.check(_median(g.best_vs_single) if g else None, absent),
+            drain_rate_check(g),
         ]
-
-
-def _median(spread: Spread | None) -> float | None:
-    return spread.median if spread is not None else None
 
 
 def growth_check(growth: Growth | None) -> TargetCheck:
@@ -115,7 +116,31 @@ def growth_check(growth: Growth | None) -> TargetCheck:
         return GROWTH_RATIO.check(None, "needs --full for 10 million slots")
     samples = min(target.clean.worker.count, reference.clean.worker.count)
     value = ratio(target.clean.worker.median, reference.clean.worker.median)
-    return GROWTH_RATIO.check(value, "no time at 100 thousand slots", samples)
+    return GROWTH_RATIO.check(value, "no time at 100 thousand slots", samples, growth.round_ratios)
+
+
+def partitioned_check(partitioned: Partitioned | None) -> TargetCheck:
+    """One batch at 10 million slots / at 100 thousand, partitioned by month."""
+    if partitioned is None:
+        return PARTITIONED_GROWTH.check(None, "section not run")
+    if partitioned.not_measured:
+        return PARTITIONED_GROWTH.check(None, partitioned.not_measured)
+    by_size = {p.slots: p for p in partitioned.of(Layout.MONTHLY)}
+    reference, target = by_size.get(GROWTH_REFERENCE_SLOTS), by_size.get(GROWTH_TARGET_SLOTS)
+    if reference is None or target is None:
+        return PARTITIONED_GROWTH.check(None, "needs --full for 10 million slots")
+    samples = min(target.clean.worker.count, reference.clean.worker.count)
+    value = ratio(target.clean.worker.median, reference.clean.worker.median)
+    spread = partitioned.round_ratios(Layout.MONTHLY)
+    return PARTITIONED_GROWTH.check(value, "no time at 100 thousand slots", samples, spread)
+
+
+def drain_rate_check(g: DrainRates | None) -> TargetCheck:
+    if g is None:
+        return DRAIN_RATE.check(None, "section not run")
+    if g.at_default is None:
+        return DRAIN_RATE.check(None, f"the default drain batch ({g.default_batch_size:,}) not run")
+    return DRAIN_RATE.of_rounds(g.default_vs_single, "no rate measured")
 
 
 # --- Markdown -----------------------------------------------------------------------------
@@ -142,6 +167,12 @@ def render_markdown(report: BenchReport) -> str:
         _row(tuple("---" for _ in HEADER)),
         *(_row(row) for row in table_rows(report)),
         "",
+        "Targets (a figure measured in rounds is judged on their median; its range beside it):",
+        "",
+        _row(TARGETS_HEADER),
+        _row(tuple("---" for _ in TARGETS_HEADER)),
+        *(_row(row) for row in target_rows(report)),
+        "",
         (
             "Each section, and each phase of e, starts after a CHECKPOINT; autovacuum is off "
             "for the table while sections measure (they VACUUM it themselves). "
@@ -167,6 +198,20 @@ def _row(cells: tuple[str, ...]) -> str:
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
+def target_rows(report: BenchReport) -> list[tuple[str, str, str, str, str]]:
+    """Each target with its limit, the figure (and its rounds' range) and the verdict."""
+    return [
+        (
+            check.target.section,
+            check.target.what,
+            check.target.describe(),
+            check.result(),
+            check.describe(),
+        )
+        for check in report.checks()
+    ]
+
+
 Row = tuple[str, str, str, str, str, str, str]
 
 
@@ -186,6 +231,8 @@ def table_rows(report: BenchReport) -> list[Row]:
         rows += _drain_rate_rows(r.drain_rate, checks[DRAIN_RATE])
     if r.growth:
         rows += _growth_rows(r.growth, checks[GROWTH_RATIO])
+    if r.partitioned:
+        rows += _partitioned_rows(r.partitioned, checks[PARTITIONED_GROWTH])
     if r.memory:
         rows += _memory_rows(r.memory, checks[IDLE_MEMORY])
     return rows
@@ -251,34 +298,51 @@ def _batch_rows(
 
 
 def _drain_rows(b: DrainComparison, check: TargetCheck) -> Iterator[Row]:
-    w, bare = b.worker, b.bare
+    label = f"b. drain {b.backlog:,}"
+    worker, bare = b.worker, b.bare
     yield (
-        f"b. drain {b.backlog:,}",
-        "rows per second",
-        f"worker {w.rows_per_second:,.0f} rows/s ({w.seconds:.2f} s, {w.batches} batches)",
-        f"bare loop {bare.rows_per_second:,.0f} rows/s ({bare.seconds:.2f} s)",
-        f"{_x(b.time_ratio)} (time)",
+        label,
+        f"time to drain, median of {_rounds(b.rounds)}: worker (synchronous commit off, "
+        "the default) / bare loop (the server's synchronous commit)",
+        f"worker {_series(worker)}",
+        f"bare loop {_series(bare)}",
+        _spread(b.time_ratio),
         check.target.describe(),
         check.describe(),
     )
-    yield (
-        f"b. drain {b.backlog:,}",
-        "batch ms, first 10 / last 10 (median); WAL written",
-        f"worker {w.first_batches_ms:.2f} / {w.last_batches_ms:.2f}; {w.wal_mb:,.0f} MB",
-        f"bare {bare.first_batches_ms:.2f} / {bare.last_batches_ms:.2f}; {bare.wal_mb:,.0f} MB",
-        DASH,
-        DASH,
-        DASH,
-    )
-    yield (
-        f"b. drain {b.backlog:,}",
-        "client CPU per batch (ms, the benchmark's process)",
-        f"worker {w.cpu_ms_per_batch:.2f} ms",
-        f"bare loop {bare.cpu_ms_per_batch:.2f} ms",
-        _x(ratio(w.cpu_ms_per_batch, bare.cpu_ms_per_batch)),
-        DASH,
-        DASH,
-    )
+    for series, spread, against in (
+        (b.worker_synchronous, b.synchronous_ratio, "bare loop"),
+        (b.bare_asynchronous, b.asynchronous_floor_ratio, "worker / it"),
+    ):
+        yield (
+            label,
+            f"{series.kind}: time, median of rounds",
+            _series(series),
+            against,
+            _spread(spread),
+            DASH,
+            DASH,
+        )
+    for series in (worker, b.worker_synchronous, bare, b.bare_asynchronous):
+        run = series.median_run
+        yield (
+            label,
+            f"{series.kind}: batch ms first 10 / last 10; WAL; client CPU per batch "
+            "(the median round)",
+            f"{run.first_batches_ms:.2f} / {run.last_batches_ms:.2f} ms; {run.wal_mb:,.0f} MB; "
+            f"{run.cpu_ms_per_batch:.2f} ms",
+            f"{run.batches} batches",
+            DASH,
+            DASH,
+            DASH,
+        )
+
+
+def _series(series: DrainSeries) -> str:
+    rate, seconds = series.rows_per_second, series.seconds
+    if rate is None or seconds is None:
+        return DASH
+    return f"{rate.median:,.0f} rows/s ({seconds.median:.2f} s)"
 
 
 def _parallel_rows(drains: tuple[ParallelDrain, ...]) -> Iterator[Row]:
@@ -313,6 +377,12 @@ def _booking_rows(d: BookingInterference, check: TargetCheck) -> Iterator[Row]:
     for pace, spread, worker, bare in (
         ("flat out", d.flat_p99_ratio, d.worker_flat, d.bare_flat),
         (f"paced {d.pause_seconds:g} s", d.paced_p99_ratio, d.worker_paced, d.bare_paced),
+        (
+            "flat out, the worker with synchronous commit on",
+            d.synchronous_p99_ratio,
+            d.worker_synchronous,
+            d.bare_flat,
+        ),
     ):
         flat = pace == "flat out"
         yield (
@@ -346,35 +416,53 @@ def _beside_row(label: str, c: Condition, measure: str, compared: str) -> Row:
 def _drain_rate_rows(g: DrainRates, check: TargetCheck) -> Iterator[Row]:
     label, single = "g. drain rate", g.single
     none = g.no_drain.latency.latency_ms
+    peer = (
+        "the pg_cron job (timed by pg_cron)"
+        if g.peer_is_cron
+        else "the single statement (sent and timed by the benchmark: no pg_cron)"
+    )
     yield _beside_row(
         label,
         single,
-        f"single statement, {g.backlog:,} rows in one UPDATE: bookings p99 / no drain",
+        f"{peer}, {g.backlog:,} rows in one UPDATE: bookings p99 / no drain",
         f"no drain p99 {none.p99:.2f} ms",
     )
     for size in g.sizes:
         yield _size_row(label, size)
+    default = g.at_default
+    if default is not None:
+        yield (
+            label,
+            f"the default drain batch ({default.batch_size:,} rows) / {single.kind}",
+            f"worker {_rate(default.worker)} rows/s",
+            f"{single.kind} {_rate(single)} rows/s",
+            _spread(g.default_vs_single),
+            check.target.describe(),
+            check.describe(),
+        )
     best = g.best
     yield (
         label,
-        f"best drain batch ({best.batch_size:,} rows) / single statement",
+        f"best drain batch ({best.batch_size:,} rows) / {single.kind}",
         f"worker {_rate(best.worker)} rows/s",
-        f"single statement {_rate(single)} rows/s",
+        f"{single.kind} {_rate(single)} rows/s",
         _spread(g.best_vs_single),
-        check.target.describe(),
-        check.describe(),
+        DASH,
+        DASH,
     )
 
 
 def _size_row(label: str, s: BatchSizeDrains) -> Row:
     w, b = s.worker, s.bare
     batch = f", batches {_p99_max(w.batch_ms)}" if w.batch_ms else ""
+    bare = f"bare loop {_rate(b)} rows/s; p99 {_spread(b.p99_vs_none)}" if b else DASH
+    bare_ratio = f"; bare {_spread(s.bare_vs_single)}" if b else ""
     return (
         label,
-        f"{s.batch_size:,} rows a batch: rate / single statement's; bookings p99 / no drain",
+        f"{s.batch_size:,} rows a batch: rate / the peer's; bookings p99 / no drain",
         f"worker {_rate(w)} rows/s{batch}; p99 {_spread(w.p99_vs_none)}",
-        f"bare loop {_rate(b)} rows/s; p99 {_spread(b.p99_vs_none)}",
-        f"worker {_spread(s.worker_vs_single)}; bare {_spread(s.bare_vs_single)}",
+        bare,
+        f"worker {_spread(s.worker_vs_single)}{bare_ratio}",
         DASH,
         DASH,
     )
@@ -437,6 +525,61 @@ def _growth_point_rows(p: GrowthPoint, reference: GrowthPoint) -> Iterator[Row]:
     )
 
 
+def _partitioned_rows(h: Partitioned, check: TargetCheck) -> Iterator[Row]:
+    if h.not_measured:
+        yield ("h. partitioned", h.not_measured, DASH, DASH, DASH, DASH, DASH)
+        return
+    for point in h.points:
+        yield from _partition_point_rows(point)
+    for layout in Layout:
+        points = h.of(layout)
+        if len(points) < 2:
+            continue
+        monthly = layout is Layout.MONTHLY
+        yield (
+            "h. growth",
+            f"{layout.value}: largest vs smallest table, worker batch (median)",
+            f"{points[-1].slots:,} slots ({points[-1].clean.worker.count} batches)",
+            f"{points[0].slots:,} slots ({points[0].clean.worker.count} batches)",
+            f"{_x(h.growth(layout))} (rounds {_spread(h.round_ratios(layout))})",
+            check.target.describe() if monthly else DASH,
+            check.describe() if monthly else DASH,
+        )
+
+
+def _partition_point_rows(p: PartitionPoint) -> Iterator[Row]:
+    label = f"h. {p.slots:,} slots, {p.layout}"
+    parts = f", {p.partitions} partitions" if p.partitions else ""
+    yield (
+        label,
+        f"one batch (ms); table {p.table_mib:,.0f} MiB, indexes {p.indexes_mib:,.0f} MiB{parts}",
+        f"worker {_ms(p.clean.worker)}",
+        f"bare {_ms(p.clean.bare)}",
+        _x(ratio(p.clean.worker.median, p.clean.bare.median)),
+        DASH,
+        DASH,
+    )
+    w, bare, again = p.worker_drain, p.bare_drain, p.worker_drain_again
+    yield (
+        label,
+        f"drain of {w.rows:,} after a CHECKPOINT: rate; WAL per batch",
+        f"worker {w.rows_per_second:,.0f} rows/s; {p.wal_kb_per_batch:,.0f} kB",
+        f"bare loop {bare.rows_per_second:,.0f} rows/s; {p.bare_wal_kb_per_batch:,.0f} kB",
+        _x(ratio(bare.seconds, w.seconds)),
+        DASH,
+        DASH,
+    )
+    yield (
+        label,
+        "the worker's same drain again before the next checkpoint: rate; WAL per batch",
+        f"worker {again.rows_per_second:,.0f} rows/s; {p.wal_kb_per_batch_again:,.0f} kB",
+        f"after the CHECKPOINT {p.wal_kb_per_batch:,.0f} kB",
+        _x(ratio(p.wal_kb_per_batch_again, p.wal_kb_per_batch)),
+        DASH,
+        DASH,
+    )
+
+
 def _memory_rows(f: MemoryProfile, check: TargetCheck) -> Iterator[Row]:
     yield (
         "f. worker memory",
@@ -481,6 +624,7 @@ def to_json(report: BenchReport) -> dict[str, Any]:
         "e": r.growth,
         "f": r.memory,
         "g": r.drain_rate,
+        "h": r.partitioned,
     }
     return {
         "run": _plain(report.facts),
@@ -495,6 +639,7 @@ def to_json(report: BenchReport) -> dict[str, Any]:
                 "condition": check.target.condition,
                 "goal": check.target.goal,
                 "value": check.value,
+                "spread": _plain(check.spread),
                 "verdict": check.verdict.value,
                 "note": check.why_not_measured,
             }
@@ -522,5 +667,8 @@ _DERIVED = {
     "ParallelDrain": ("exactly_once",),
     "Growth": ("largest_vs_smallest", "round_ratios"),
     "BookingInterference": ("slots_booked",),
-    "DrainRates": ("best_batch_size", "best_vs_single"),
+    "DrainRates": ("best_batch_size", "best_vs_single", "default_vs_single", "peer_is_cron"),
+    "DrainSeries": ("seconds", "rows_per_second"),
+    "Partitioned": ("monthly_growth", "plain_growth"),
+    "PartitionPoint": ("wal_kb_per_batch", "bare_wal_kb_per_batch", "wal_kb_per_batch_again"),
 }

@@ -21,6 +21,7 @@ from benchmarks.machine import cpu_busy
 from benchmarks.memory_section import measure_memory
 from benchmarks.options import BenchOptions
 from benchmarks.parallel_section import measure_parallel
+from benchmarks.partition_section import measure_partitioned
 from benchmarks.plan import Section, plan_for
 from benchmarks.report import BenchReport, BenchResults, Conditions, RunFacts
 from benchmarks.store import BenchStore
@@ -34,6 +35,7 @@ _RESULT_FIELD = {
     Section.DRAIN_RATE: "drain_rate",
     Section.MEMORY: "memory",
     Section.GROWTH: "growth",
+    Section.PARTITIONED: "partitioned",
 }
 _MEASURE: dict[Section, Callable[[BenchContext], Awaitable[Any]]] = {
     Section.BATCH: measure_batches,
@@ -43,6 +45,7 @@ _MEASURE: dict[Section, Callable[[BenchContext], Awaitable[Any]]] = {
     Section.DRAIN_RATE: measure_drain_rates,
     Section.MEMORY: measure_memory,
     Section.GROWTH: measure_growth,
+    Section.PARTITIONED: measure_partitioned,
 }
 
 
@@ -95,7 +98,7 @@ async def run_bench(options: BenchOptions, command: str, progress: Progress) -> 
 async def _prepare(ctx: BenchContext, sections: tuple[Section, ...]) -> LoadedTable | None:
     """Load the shared table (unless only the growth section runs) and read the plans of
     the worker's statement and the bare one on it, before anything is expired."""
-    if set(sections) <= {Section.GROWTH}:
+    if set(sections) <= {Section.GROWTH, Section.PARTITIONED}:
         return None
     shape = ctx.plan.table
     ctx.progress(f"loading {shape.slots:,} slots ({shape.due:,} due)")

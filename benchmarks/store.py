@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, LiteralString, Self
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from psycopg import sql
 
@@ -26,6 +27,18 @@ from slot_expiration.store.session import ApplicationName, Session, SessionSetti
 from slot_expiration.store.statements import load_package_queries, query
 
 BENCH_SCHEMA = "slot_expiration_bench"
+
+
+def with_server_option(url: str, option: str) -> str:
+    """The URL with one more libpq `options` entry (`-c name=value`), the others kept."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    given = [value for key, value in pairs if key == "options"]
+    rest = [(key, value) for key, value in pairs if key != "options"]
+    merged = " ".join([*given, option])
+    return urlunsplit(
+        parts._replace(query=urlencode([*rest, ("options", merged)], quote_via=quote))
+    )
 
 
 def bench_query(name: str) -> LiteralString:
@@ -61,6 +74,25 @@ class SlotTableSpec:
     tenants: int
     stride: int
     as_of: datetime
+    step: timedelta = timedelta(minutes=30)  # between a consultant's slots
+
+
+@dataclass(frozen=True, slots=True)
+class CronRun:
+    """A pg_cron job's run as cron.job_run_details recorded it."""
+
+    status: str
+    return_message: str
+    start_time: datetime
+    end_time: datetime
+
+    @property
+    def rows(self) -> int:
+        """The rows of "UPDATE n", the command's result."""
+        verb, _, count = self.return_message.strip().partition(" ")
+        if verb != "UPDATE" or not count.isdigit():
+            raise StoreError(f"the pg_cron job said {self.return_message!r}, not UPDATE n")
+        return int(count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +113,18 @@ class BenchStore:
 
     @classmethod
     @asynccontextmanager
-    async def connect(cls, database_url: str) -> AsyncIterator[Self]:
+    async def connect(
+        cls, database_url: str, *, synchronous_commit: str | None = None
+    ) -> AsyncIterator[Self]:
+        """`synchronous_commit`: the session's own (the server's if None), for a bare
+        loop that commits as the worker does."""
         # No server-side prepared statements, like the worker's sessions by default:
         # the floor does not move with psycopg's own choice of when to prepare.
         settings = SessionSettings(ApplicationName.BENCH, autocommit=True)
+        if synchronous_commit is not None:
+            database_url = with_server_option(
+                database_url, f"-c synchronous_commit={synchronous_commit}"
+            )
         async with Session.open(database_url, settings, bench_query) as session:
             yield cls(session)
 
@@ -119,8 +159,44 @@ class BenchStore:
                 "tenants": spec.tenants,
                 "stride": spec.stride,
                 "as_of": spec.as_of,
+                "step": spec.step,
             },
         )
+
+    # --- section h: a calendar's own table, plain or partitioned by month -------------
+
+    async def recreate_schema(self) -> None:
+        """The benchmark's schema emptied: dropped with all it holds, and created again."""
+        await self._execute("bench_drop_schema")
+        await self._execute("bench_create_schema")
+
+    async def create_plain_calendar(self) -> None:
+        await self._execute("bench_create_plain_calendar")
+
+    async def create_monthly_calendar(self, first: datetime, premake: int) -> None:
+        """The calendar partitioned by month by pg_partman (installed in the benchmark's
+        schema unless the database has it); StoreError if pg_partman is not there."""
+        schema = await self._value("bench_partman_schema")
+        if schema is None:
+            if not await self._value("bench_partman_installable"):
+                raise StoreError("pg_partman is not installed on this server")
+            await self._execute("bench_create_partman")
+            schema = BENCH_SCHEMA
+        await self._execute("bench_create_monthly_calendar")
+        create = self._session.template("bench_partman_create_parent").format(
+            schema=sql.Identifier(str(schema)),
+            premake=sql.Literal(premake),
+            first=sql.Literal(first.strftime("%Y-%m-%d")),
+        )
+        await self._session.execute_composed(create)
+
+    async def partitions(self) -> int:
+        return int(await self._value("bench_partitions"))
+
+    async def relation_bytes(self) -> tuple[int, int]:
+        """(heap, indexes) of the slot table, its partitions summed."""
+        row = (await self._fetch("bench_relation_bytes"))[0]
+        return int(row[0]), int(row[1])
 
     async def empty_slots(self) -> None:
         await self._execute("bench_empty_slots")
@@ -181,6 +257,33 @@ class BenchStore:
     async def expire_all_due(self) -> int:
         """The single statement: every due row expired in one transaction (now())."""
         return await self._rowcount("bench_expire_all_due")
+
+    # --- pg_cron, section g's peer ------------------------------------------------------
+
+    async def create_cron_extension(self) -> None:
+        await self._execute("bench_create_cron")
+
+    async def cron_available(self) -> bool:
+        try:
+            return bool(await self._value("bench_cron_available"))
+        except StoreError:
+            return False
+
+    async def schedule_single_statement(self, name: str) -> int:
+        """The single statement as a pg_cron job at the next minute's start; its job id."""
+        params = {"name": name, "command": bench_query("bench_cron_command")}
+        return int(await self._value("bench_cron_schedule", params))
+
+    async def cron_run(self, job: int) -> CronRun | None:
+        """The job's first finished run, None until there is one."""
+        rows = await self._fetch("bench_cron_run", {"job": job})
+        if not rows:
+            return None
+        status, message, started, ended = rows[0]
+        return CronRun(str(status), str(message or ""), started, ended)
+
+    async def unschedule(self, job: int) -> None:
+        await self._execute("bench_cron_unschedule", {"job": job})
 
     async def worker_statement(self, as_of: datetime, now: datetime, batch_size: int) -> int:
         """The worker's own batch statement sent alone, in autocommit: the same SQL as the

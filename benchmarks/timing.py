@@ -58,6 +58,7 @@ def worker_options(
         max_cycle_seconds=DRAIN_BUDGET_SECONDS,
         prepared_statements=tuning.prepared_statements,
         batch_pause_seconds=tuning.batch_pause_seconds,
+        synchronous_commit=tuning.synchronous_commit,
     )
 
 

@@ -35,8 +35,7 @@ ensure_postgres() {
 # server (metrics, alert rules), pgbouncer (a pooler in transaction mode), systemd-analyze
 # (the systemd unit of the deploy kit), faketime (a worker whose clock runs ahead),
 # Chromium and its WebDriver (the `ui` page in a real headless browser; Selenium drives
-# Debian's builds, nothing downloads a browser), and pg_partman for the server the suite
-# starts (a calendar partitioned by month, as pg_partman keeps it).
+# Debian's builds, nothing downloads a browser), and the server extensions (below).
 TEST_TOOLS_PACKAGES="prometheus pgbouncer systemd faketime chromium chromium-driver"
 
 # The major version of the newest Debian server binaries (the embedded server's choice).
@@ -47,23 +46,39 @@ postgres_major() {
 }
 
 ensure_test_tools() {
-    local missing="" major
-    major="$(postgres_major)"
+    local missing=""
     command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || missing="prometheus"
     command -v pgbouncer >/dev/null 2>&1 || missing="$missing pgbouncer"
     command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
     command -v faketime >/dev/null 2>&1 || missing="$missing faketime"
     command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
     command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
-    [ -e "/usr/share/postgresql/$major/extension/pg_partman.control" ] || missing="$missing partman"
-    [ -z "$missing" ] && return 0
-    TEST_TOOLS_PACKAGES="$TEST_TOOLS_PACKAGES postgresql-$major-partman"
-    echo "setup: installing test tools (apt-get install $TEST_TOOLS_PACKAGES)" >&2
+    if [ -n "$missing" ]; then apt_install "test tools" $TEST_TOOLS_PACKAGES; fi
+    ensure_server_extensions
+}
+
+# The server extensions the suite and the benchmark start PostgreSQL with: pg_partman (a
+# calendar partitioned by month, as pg_partman keeps it) and pg_cron (the single statement run
+# as a cron job, the benchmark's peer in section g), both from Debian.
+ensure_server_extensions() {
+    local major packages=""
+    major="$(postgres_major)"
+    [ -e "/usr/share/postgresql/$major/extension/pg_partman.control" ] \
+        || packages="postgresql-$major-partman"
+    [ -e "/usr/share/postgresql/$major/extension/pg_cron.control" ] \
+        || packages="$packages postgresql-$major-cron"
+    if [ -n "$packages" ]; then apt_install "server extensions" $packages; fi
+}
+
+apt_install() {  # $1: what for (said on stderr), then the packages
+    local what="$1"
+    shift
+    echo "setup: installing $what (apt-get install $*)" >&2
     as_root apt-get update -qq
     # Only the binaries: no service is started (policy-rc.d refuses it), none is left running.
     as_root sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d'
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $TEST_TOOLS_PACKAGES >/dev/null
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$@" >/dev/null
     as_root rm -f /usr/sbin/policy-rc.d
 }
 

@@ -141,6 +141,22 @@ CASES = [
         r"--poison-backoff-max-seconds must be at least --poison-backoff-seconds",
     ),
     Case(
+        "synchronous-commit-maybe",
+        once("--synchronous-commit", "maybe"),
+        USAGE,
+        r"--synchronous-commit.*'maybe' is not one of 'off', 'local', 'remote_write', 'on'",
+    ),
+    Case(
+        "synchronous-commit-maybe-in-env",
+        lambda t: ["run"],
+        USAGE,
+        r"SLOT_EXPIRATION_SYNCHRONOUS_COMMIT",
+        env=lambda t: {
+            "SLOT_EXPIRATION_DATABASE_URL": t.seeded,
+            "SLOT_EXPIRATION_SYNCHRONOUS_COMMIT": "maybe",
+        },
+    ),
+    Case(
         "prepared-statements-maybe-in-env",
         lambda t: ["once"],
         USAGE,

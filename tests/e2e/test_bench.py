@@ -34,9 +34,24 @@ def _written(folder: Path) -> list[Path]:
     return list(folder.iterdir())
 
 
+def _tables(stdout: str) -> list[list[list[str]]]:
+    """Each Markdown table printed: its rows (header and separator left out), cell by cell."""
+    tables: list[list[str]] = []
+    current: list[str] = []
+    for line in [*stdout.splitlines(), ""]:
+        if line.startswith("| "):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    return [
+        [[cell.strip() for cell in row.strip("|").split(" | ")] for row in table[2:]]
+        for table in tables
+    ]
+
+
 def _table_rows(stdout: str) -> list[list[str]]:
-    rows = [line for line in stdout.splitlines() if line.startswith("| ")]
-    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows[2:]]
+    return _tables(stdout)[0]
 
 
 @pytest.mark.timeout(QUICK_SECONDS + 30)
@@ -53,9 +68,12 @@ async def test_bench_quick_prints_a_table_of_every_section_and_writes_the_same_a
     assert (
         "| section | measure | result | compared with | ratio | target | verdict |" in done.stdout
     )
-    rows = _table_rows(done.stdout)
-    assert {row[0][:2] for row in rows} == {"a.", "b.", "c.", "d.", "e.", "f.", "g."}
+    rows, targets = _tables(done.stdout)
+    assert {row[0][:2] for row in rows} == {"a.", "b.", "c.", "d.", "e.", "f.", "g.", "h."}
     assert all(len(row) == 7 for row in rows)
+    assert "| section | target | limit | result | verdict |" in done.stdout
+    assert [row[0] for row in targets] == ["a", "a", "b", "d", "e", "h", "f", "g"]
+    assert {row[4].split(" (")[0] for row in targets} <= VERDICTS
     assert f"Figures written to {out}." in done.stdout
     _assert_sane(json.loads(out.read_text()))
 
@@ -67,24 +85,28 @@ def _assert_sane(document: dict[str, Any]) -> None:
     assert run["embedded"] is True
     assert run["table"]["slots"] == sum(run["table"]["by_status"].values())
     backlog = run["table"]["due"]
-    assert set(sections) == set("abcdefg")
+    assert set(sections) == set("abcdefgh")
     a = sections["a"]
     assert a["worker"]["count"] == a["bare"]["count"] == a["rounds"] * a["batches_per_round"]
     assert a["median_ratio"] > 0
     b = sections["b"]
-    assert b["worker"]["rows"] == b["bare"]["rows"] == b["backlog"] == backlog
+    assert b["backlog"] == backlog
+    for name in ("worker", "worker_synchronous", "bare", "bare_asynchronous"):
+        assert [run["rows"] for run in b[name]["runs"]] == [backlog] * b["rounds"]
+    assert len(b["time_ratio"]["values"]) == b["rounds"]
     assert [c["processes"] for c in sections["c"]] == [1, 2, 4]
     for c in sections["c"]:
         assert c["exactly_once"] is True
         assert sum(c["expired_counts"]) == c["rows_expired"] == backlog
     d = sections["d"]
     assert d["no_drain"]["latency"]["bookings"] > 0
-    for name in ("worker_flat", "bare_flat", "worker_paced", "bare_paced"):
+    for name in ("worker_flat", "bare_flat", "worker_paced", "bare_paced", "worker_synchronous"):
         assert d[name]["rows"] == backlog
         assert d[name]["latency"]["bookings"] > 0
         assert len(d[name]["p99_vs_none"]["values"]) == d["rounds"]
     assert d["worker_paced"]["pause_seconds"] == 0.02
     assert len(d["flat_p99_ratio"]["values"]) == len(d["paced_p99_ratio"]["values"]) == d["rounds"]
+    assert len(d["synchronous_p99_ratio"]["values"]) == d["rounds"]
     assert d["slots_booked"] > 0  # the bookings really booked
     _assert_sane_rates(sections["g"], backlog)
     e = sections["e"]
@@ -93,21 +115,44 @@ def _assert_sane(document: dict[str, Any]) -> None:
     f = sections["f"]
     assert f["drained_rows"] == backlog
     assert 0 < f["idle_mb"] <= f["lifetime_peak_mb"]
-    assert [t["section"] for t in document["targets"]] == ["a", "a", "b", "d", "e", "f", "g"]
+    _assert_sane_partitions(sections["h"])
+    assert [t["section"] for t in document["targets"]] == ["a", "a", "b", "d", "e", "h", "f", "g"]
     assert {t["verdict"] for t in document["targets"]} <= VERDICTS
     assert any("ix_availability_slots_status_start" in plan for plan in document["plans"].values())
 
 
 def _assert_sane_rates(g: dict[str, Any], backlog: int) -> None:
+    assert g["peer_is_cron"] is True  # the embedded server runs pg_cron
+    assert g["single"]["kind"] == "pg_cron job"
     assert g["single"]["rows"] == backlog
     assert g["single"]["rows_per_second"]["median"] > 0
     assert [size["batch_size"] for size in g["sizes"]] == [500, 2_000]
     for size in g["sizes"]:
-        assert size["worker"]["rows"] == size["bare"]["rows"] == backlog
+        assert size["worker"]["rows"] == backlog
         assert size["worker"]["batch_ms"]["count"] >= backlog // size["batch_size"]
         assert size["worker_vs_single"]["median"] > 0
+    assert [size["bare"] is not None for size in g["sizes"]] == [False, True]
+    assert g["sizes"][1]["bare"]["rows"] == backlog
     assert g["best_batch_size"] in {500, 2_000}
-    assert g["best_vs_single"]["median"] > 0
+    assert g["default_vs_single"]["median"] > 0
+
+
+def _assert_sane_partitions(h: dict[str, Any]) -> None:
+    assert h["not_measured"] == ""
+    points = h["points"]
+    assert [(p["slots"], p["layout"]) for p in points] == [
+        (20_000, "unpartitioned"),
+        (20_000, "partitioned by month"),
+        (50_000, "unpartitioned"),
+        (50_000, "partitioned by month"),
+    ]
+    for point in points:
+        monthly = point["layout"] == "partitioned by month"
+        assert (point["partitions"] > 24) is monthly  # 24 months, premade ones, the default
+        for drain in ("worker_drain", "bare_drain", "worker_drain_again"):
+            assert point[drain]["rows"] == 4_000
+            assert point[drain]["wal_mb"] > 0
+    assert h["monthly_growth"] > 0
 
 
 async def test_bench_on_a_given_database_says_it_writes_there_and_leaves_only_what_was(

@@ -15,8 +15,10 @@ from psycopg import sql
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.status import collect_status
 from slot_expiration.status.render import index_text
+from slot_expiration.store import Selection
 from slot_expiration.store.errors import ContractMismatchError
 from slot_expiration.store.migrate import head_revision, upgrade
+from slot_expiration.store.statements import query
 from slot_expiration.store.status_store import SelectionIndex
 from tests.support.calendar import calendar_snapshot, worker_relations
 from tests.support.cycles import run_cycle
@@ -109,6 +111,43 @@ async def test_a_cycle_expires_the_due_slots_across_the_partitions(
 
     assert due > 100  # more than one batch, spread over five months
     assert (result.expired_count, _due(empty_database_url)) == (due, 0)
+
+
+def test_a_batch_on_a_calendar_partitioned_by_month_updates_only_its_own_partitions(
+    empty_database_url: str,
+) -> None:
+    _monthly(empty_database_url)
+    upgrade(empty_database_url)
+    explain = sql.SQL("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ") + sql.SQL(
+        query("expire_batch_counted")
+    )
+
+    with psycopg.connect(empty_database_url) as conn:
+        months = conn.execute(
+            "SELECT DISTINCT tableoid::regclass::text FROM (SELECT tableoid FROM "
+            "availability_slots WHERE status = 'Available' AND start_at <= %s "
+            "ORDER BY start_at, id LIMIT 100) AS batch",
+            [AS_OF],
+        ).fetchall()
+        rows = conn.execute(explain, Selection(AS_OF, AS_OF, 100).parameters()).fetchall()
+        conn.rollback()
+    plan = [str(row[0]) for row in rows]
+    batch_partitions = {str(month[0]) for month in months}
+
+    # The update's scans, one per partition (the lines under it, indented deeper): run in
+    # the batch's month, pruned elsewhere.
+    start = next(i for i, line in enumerate(plan) if "->  Update on" in line)
+    depth = len(plan[start]) - len(plan[start].lstrip())
+    update = []
+    for line in plan[start + 1 :]:
+        if len(line) - len(line.lstrip()) <= depth:
+            break
+        update.append(line)
+    scans = [line for line in update if "Scan" in line and "on availability_slots_" in line]
+    run = {line.split(" on ")[-1].split()[0] for line in scans if "never executed" not in line}
+    assert len(scans) >= 8, "\n".join(plan)  # July to February, and the default partition
+    assert run == batch_partitions, "\n".join(plan)
+    assert len(run) < len(scans) / 2  # the oldest due slots: a few months of eight
 
 
 async def test_status_on_a_partitioned_calendar_sees_the_index_serve_and_counts_every_partition(

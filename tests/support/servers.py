@@ -26,6 +26,32 @@ from slot_expiration.embedded.postgres import find_bindir, free_port
 
 SERVER_ACCOUNT = "postgres"
 READY_TIMEOUT_SECONDS = 30.0
+ORPHANS_TIMEOUT_SECONDS = 30.0
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid` now (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        if int(stat.rpartition(")")[2].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running, and not a zombie (an exited child not reaped yet by its new parent)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 class ControlledServer:
@@ -39,6 +65,27 @@ class ControlledServer:
     def stop(self, mode: str) -> None:
         self.server.stop(mode)
         self.running = False
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster alone, as the kernel's OOM killer would: its children
+        notice by themselves and exit (the worker's backend may still finish the
+        statement in flight). The server can start again once the last of them is gone;
+        one still there after ORPHANS_TIMEOUT_SECONDS is killed too."""
+        postmaster = self.postmaster_pid()
+        children = children_of(postmaster)
+        os.kill(postmaster, signal.SIGKILL)
+        deadline = time.monotonic() + ORPHANS_TIMEOUT_SECONDS
+        while (left := [pid for pid in children if _alive(pid)]) and time.monotonic() < deadline:
+            time.sleep(0.02)  # orphans have no event to wait on: polling the process table
+        for pid in left:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.server.stop("immediate")  # reaps what started the postmaster; nothing left to stop
+        self.running = False
+
+    def postmaster_pid(self) -> int:
+        """The first line of the data folder's postmaster.pid."""
+        return int((self.server.data_dir / "postmaster.pid").read_text().split()[0])
 
     def start(self) -> None:
         if not self.running:

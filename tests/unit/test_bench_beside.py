@@ -16,13 +16,17 @@ from benchmarks.beside import (
     Window,
     condition,
     p99_ratio,
+    until_minute_start,
     window_of,
     worker_timing,
 )
 from benchmarks.context import BenchContext, BenchError, Progress, WorkerPace
 from benchmarks.drain_rate_section import rate_ratio
+from benchmarks.options import WorkerTuning
 from benchmarks.pgbench import LoggedTransaction
 from benchmarks.plan import Mode, plan_for
+
+from slot_expiration.options import SynchronousCommit
 
 AS_OF = datetime(2026, 12, 4, 8, 0, tzinfo=UTC)
 WORKER = Drainer(DrainKind.WORKER, 500)
@@ -176,3 +180,33 @@ def test_every_worker_drains_batch_for_batch_once_it_has_drain_batch_size() -> N
 
     assert _flag(flags, "--batch-size") == _flag(flags, "--drain-batch-size") == "500"
     assert "--drain-batch-size" not in _context().worker_flags()
+
+
+def test_every_worker_commits_as_the_run_says_unless_its_drain_says_otherwise() -> None:
+    ctx = _context()
+    synchronous = WorkerPace(500, synchronous_commit=SynchronousCommit.ON)
+
+    assert _flag(ctx.worker_flags(), "--synchronous-commit") == "off"  # the worker's default
+    assert _flag(ctx.worker_flags(synchronous), "--synchronous-commit") == "on"
+    run_on = replace(ctx, worker=WorkerTuning(synchronous_commit=SynchronousCommit.ON))
+    assert _flag(run_on.worker_flags(), "--synchronous-commit") == "on"
+    assert (
+        Drainer(DrainKind.WORKER, 500, synchronous_commit=SynchronousCommit.ON).label
+        == "worker, 500 a batch, flat out, synchronous commit on"
+    )
+
+
+@pytest.mark.parametrize(
+    ("seconds_past_a_minute", "wait"),
+    [
+        (20.0, 35.0),  # warm-up 2 s, then the job scheduled 3 s before the minute's start
+        (55.0, 0.0),  # just in time for this minute
+        (57.0, 58.0),  # too late for this minute: the next
+    ],
+)
+def test_the_pg_cron_jobs_bookings_start_so_that_their_warm_up_ends_before_the_minute(
+    seconds_past_a_minute: float, wait: float
+) -> None:
+    now = 600_000.0 + seconds_past_a_minute  # 600,000 s is a minute's start
+
+    assert until_minute_start(now, warmup_seconds=2.0) == pytest.approx(wait)

@@ -20,6 +20,8 @@ from benchmarks.options import (
 )
 from benchmarks.plan import Mode, Section
 
+from slot_expiration.options import SynchronousCommit
+
 
 def test_no_flag_is_the_default_run_and_each_flag_its_mode() -> None:
     assert choose_mode(quick=False, full=False) is Mode.DEFAULT
@@ -34,16 +36,18 @@ def test_quick_and_full_together_are_refused() -> None:
 
 def test_sections_default_to_all_in_the_order_a_run_measures_them() -> None:
     assert parse_sections(None) == tuple(Section)
-    assert [s.value for s in parse_sections(None)] == ["a", "b", "c", "d", "g", "f", "e"]
+    assert [s.value for s in parse_sections(None)] == ["a", "b", "c", "d", "g", "f", "e", "h"]
 
 
 def test_chosen_sections_keep_the_run_order_and_ignore_case_spaces_and_repeats() -> None:
     assert parse_sections("e, A,c,a") == (Section.BATCH, Section.PARALLEL, Section.GROWTH)
 
 
-@pytest.mark.parametrize("text", ["h", "a,,b", "", "ab"])
+@pytest.mark.parametrize("text", ["i", "a,,b", "", "ab"])
 def test_an_unknown_section_is_refused_naming_the_choices(text: str) -> None:
-    with pytest.raises(BenchOptionsError, match=r"--sections: .*choose from a, b, c, d, e, f, g"):
+    with pytest.raises(
+        BenchOptionsError, match=r"--sections: .*choose from a, b, c, d, e, f, g, h"
+    ):
         parse_sections(text)
 
 
@@ -111,6 +115,26 @@ def test_the_command_names_the_workers_batch_pause_when_one_is_set() -> None:
     options = BenchOptions(Mode.DEFAULT, (Section.BOOKING,), DEFAULT_JSON_OUT, None, tuning)
 
     assert reproduce_command(options) == ("./scripts/bench --sections d --batch-pause-seconds 0.02")
+
+
+def test_the_command_names_the_workers_synchronous_commit_when_it_is_not_the_default() -> None:
+    tuning = WorkerTuning(synchronous_commit=SynchronousCommit.ON)
+    options = BenchOptions(Mode.DEFAULT, (Section.DRAIN,), DEFAULT_JSON_OUT, None, tuning)
+
+    assert reproduce_command(options) == "./scripts/bench --sections b --synchronous-commit on"
+    assert WorkerTuning().synchronous_commit is SynchronousCommit.OFF  # the worker's default
+
+
+def test_a_wrong_synchronous_commit_is_refused_by_the_workers_own_model() -> None:
+    with pytest.raises(BenchOptionsError, match="--synchronous-commit"):
+        bench_options(
+            quick=True,
+            full=False,
+            sections=None,
+            json_out=None,
+            database_url=None,
+            synchronous_commit="maybe",
+        )
 
 
 def test_the_command_of_a_default_run_is_the_bare_command() -> None:

@@ -18,9 +18,12 @@ from benchmarks.dataset import (
     reference_time,
     table_spec,
 )
-from benchmarks.plan import Mode, TableShape, plan_for
+from benchmarks.partition_section import calendar_spec, first_month
+from benchmarks.plan import DrainRatePlan, Mode, TableShape, plan_for
 from hypothesis import given
 from hypothesis import strategies as st
+
+from slot_expiration.options.settings import DEFAULT_DRAIN_BATCH_SIZE
 
 
 @pytest.mark.parametrize("mode", list(Mode))
@@ -55,14 +58,63 @@ def test_the_large_growth_tables_hold_every_phase_without_putting_rows_back() ->
 
 
 @pytest.mark.parametrize("mode", [Mode.DEFAULT, Mode.FULL])
-def test_growth_phases_take_fifty_batches_and_bookings_five_rounds_by_default(mode: Mode) -> None:
+def test_growth_phases_take_fifty_batches_and_side_by_side_figures_five_rounds(
+    mode: Mode,
+) -> None:
     plan = plan_for(mode)
 
     assert plan.growth.samples_per_phase >= 50
+    assert plan.partitioned.growth().samples_per_phase >= 50
     assert plan.booking.rounds >= 5
+    assert plan.drain_rounds >= 5
+    assert plan.drain_rate.rounds >= 5
     assert plan.booking.paced_pause_seconds == 0.02
-    assert plan.drain_rate.batch_sizes == (500, 1_000, 2_000, 5_000)
-    assert 2 <= plan.drain_rate.rounds < plan.booking.rounds
+    assert plan.drain_rate.batch_sizes == (500, 2_000, 5_000)
+    assert plan.drain_rate.bare_sizes == (DEFAULT_DRAIN_BATCH_SIZE,)
+
+
+def test_the_bare_loop_runs_only_at_sizes_the_worker_runs_at() -> None:
+    with pytest.raises(ValueError, match="among the worker's"):
+        DrainRatePlan(batch_sizes=(500,), bare_sizes=(2_000,), rounds=1)
+
+
+def test_the_partitioned_tables_reach_ten_million_slots_only_in_the_full_run() -> None:
+    assert plan_for(Mode.FULL).partitioned.sizes == (100_000, 10_000_000)
+    assert plan_for(Mode.DEFAULT).partitioned.sizes == (100_000, 1_000_000)
+    assert max(plan_for(Mode.QUICK).partitioned.sizes) < 100_000
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_each_partitioned_table_has_due_rows_for_a_round_and_its_drain(mode: Mode) -> None:
+    plan = plan_for(mode)
+    partitioned = plan.partitioned
+    for slots in partitioned.sizes:
+        due = partitioned.due(slots, plan.batch_size)
+        assert due >= partitioned.growth().round_rows(plan.batch_size) + plan.batch_size
+        assert due >= partitioned.drain_rows
+        assert due <= slots * partitioned.max_due_share
+
+
+@pytest.mark.parametrize("slots", [20_000, 100_000, 10_000_000])
+def test_a_partitioned_calendar_spans_its_months_up_to_now_and_four_weeks_ahead(
+    slots: int,
+) -> None:
+    plan = plan_for(Mode.FULL).partitioned
+    as_of = datetime(2026, 12, 3, 7, 30, tzinfo=UTC)
+
+    spec = calendar_spec(plan, slots, 500, as_of)
+
+    # Where bench_load_slots puts the earliest history slot and the latest future one.
+    def steps(rows: int) -> int:
+        return -(-rows // spec.consultants)
+
+    first = as_of - (steps(spec.history) + steps(spec.due)) * spec.step
+    future = slots - spec.due - spec.history
+    last = as_of + timedelta(days=1) + (steps(future) - 1) * spec.step
+    assert first_month(as_of, plan.months) == datetime(2025, 1, 1, tzinfo=UTC)
+    assert datetime(2025, 1, 1, tzinfo=UTC) <= first < datetime(2025, 1, 3, tzinfo=UTC)
+    assert last <= as_of + timedelta(days=plan.future_days + 2)
+    assert spec.due == plan.due(slots, 500)
 
 
 def test_growth_reaches_ten_million_slots_only_in_the_full_run() -> None:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from slot_expiration.options import (
     LogFormat,
     OptionsError,
+    SynchronousCommit,
     WorkerOptions,
     load_options,
     redact_url,
@@ -169,6 +170,15 @@ def test_a_batch_pause_as_long_as_the_cycle_budget_is_rejected() -> None:
     message = str(_options_error(batch_pause_seconds=30, max_cycle_seconds=30))
 
     assert "--batch-pause-seconds must be below --max-cycle-seconds" in message
+
+
+def test_the_worker_commits_asynchronously_unless_told_otherwise() -> None:
+    assert load_options().synchronous_commit is SynchronousCommit.OFF
+    assert load_options(synchronous_commit="on").synchronous_commit is SynchronousCommit.ON
+
+
+def test_an_unknown_synchronous_commit_is_rejected_naming_the_option() -> None:
+    assert "--synchronous-commit" in str(_options_error(synchronous_commit="maybe"))
 
 
 def test_an_unknown_log_format_is_rejected_naming_the_option() -> None:

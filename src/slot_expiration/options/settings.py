@@ -46,6 +46,16 @@ class LogFormat(StrEnum):
     CONSOLE = "console"
 
 
+class SynchronousCommit(StrEnum):
+    """PostgreSQL's `synchronous_commit` for the worker's own transactions, its words."""
+
+    OFF = "off"
+    LOCAL = "local"
+    REMOTE_WRITE = "remote_write"
+    ON = "on"
+    REMOTE_APPLY = "remote_apply"
+
+
 class OptionsError(ValueError):
     """Options that cannot be used; the message names the option, never a secret."""
 
@@ -229,6 +239,18 @@ class CycleOptions(DatabaseOptions):
         ),
     ] = 30.0
     lock_timeout_seconds: LockTimeoutSeconds = DEFAULT_LOCK_TIMEOUT_SECONDS
+    # Off by default: an expiry lost in a crash leaves a past slot Available, which no one
+    # can book, and the next cycle expires it again (docs/reliability.md).
+    synchronous_commit: Annotated[
+        SynchronousCommit,
+        Field(
+            description="How the worker's own transactions (its batches, the quarantine's "
+            "rows) commit: `off` returns before the WAL is flushed, so a crash may undo the "
+            "last expiries, which the next cycle redoes (docs/reliability.md); `on` waits for "
+            "the flush, for a rule that reads expiries as durable facts. The calendar's own "
+            "transactions keep the server's setting.",
+        ),
+    ] = SynchronousCommit.OFF
     poison_backoff_seconds: Annotated[
         Seconds,
         Field(

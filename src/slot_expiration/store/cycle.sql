@@ -60,7 +60,12 @@ WHERE
 -- rows, expire them (Available -> Expired, the state machine's EXPIRE), end
 -- the quarantine entries of the rows that now expired (as release_rows), and
 -- count the rows passed over inside the batch's window. The update finds each
--- row by key.
+-- row by key, within the start_at range of the rows picked (they are locked:
+-- none moves): on a calendar partitioned by start_at that bound prunes the
+-- update to the partitions the batch lies in, where the key alone would
+-- search every partition. Measured on 1,000,000 rows, 500-row batches rolled
+-- back, the two forms taking turns: 14.3 ms against 26.3 ms without the bound
+-- on 28 monthly partitions; 5.8 against 5.6 ms on a plain table.
 WITH picked AS MATERIALIZED (
     -- include: pick_due_slots
     FOR UPDATE OF s SKIP LOCKED
@@ -69,6 +74,8 @@ expired AS (
     UPDATE availability_slots AS s
     SET status = 'Expired', updated_at = %(as_of)s, version = s.version + 1
     WHERE s.id = ANY (ARRAY(SELECT id FROM picked)) AND s.status = 'Available'
+      AND s.start_at BETWEEN (SELECT min(start_at) FROM picked)
+                         AND (SELECT max(start_at) FROM picked)
     RETURNING s.id, s.tenant_id, s.start_at
 ),
 released AS (

@@ -68,17 +68,27 @@ class TransactionLimits:
     lock_timeout_ms: int
     idle_in_transaction_timeout_ms: int = 0
     read_only: bool = False
+    # The transaction's synchronous_commit (PostgreSQL's word for it), or None for the
+    # session's own: only the worker's cycle session sets it (options.SynchronousCommit).
+    synchronous_commit: str | None = None
 
     def parameters(self) -> dict[str, str]:
-        return {
+        limits = {
             "statement_timeout": str(self.statement_timeout_ms),
             "idle_timeout": str(self.idle_in_transaction_timeout_ms),
             "lock_timeout": str(self.lock_timeout_ms),
         }
+        if self.synchronous_commit is not None:
+            limits["synchronous_commit"] = self.synchronous_commit
+        return limits
 
     @property
     def statement(self) -> str:
-        return "read_only_transaction_limits" if self.read_only else "transaction_limits"
+        if self.read_only:
+            return "read_only_transaction_limits"
+        if self.synchronous_commit is not None:
+            return "transaction_limits_and_commit"
+        return "transaction_limits"
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,7 @@ def transaction_limits(options: CycleOptions) -> TransactionLimits:
         statement_timeout_ms=budget_ms,
         lock_timeout_ms=options.lock_timeout_ms,
         idle_in_transaction_timeout_ms=budget_ms,
+        synchronous_commit=options.synchronous_commit.value,
     )
 
 
