@@ -1,5 +1,6 @@
-"""At a release: freeze the store's statements as released/ (the next release's
-migrations must leave them working). Run after the CHANGELOG names the release:
+"""At a release: freeze the product's statements (every `.sql` file the store loads: the
+store's and the quarantine's) as released/ (the next release's migrations must leave them
+working). Run after the CHANGELOG names the release:
 
     .venv/bin/python -m tests.compat.freeze
 """
@@ -10,10 +11,11 @@ import shutil
 import tomllib
 from pathlib import Path
 
+from slot_expiration.store.statements import SQL_PACKAGES
 from tests.compat.statements import RELEASED
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-STORE = REPOSITORY / "src" / "slot_expiration" / "store"
+PACKAGE = REPOSITORY / "src" / "slot_expiration"
 
 
 def freeze() -> str:
@@ -21,8 +23,9 @@ def freeze() -> str:
         version = str(tomllib.load(file)["project"]["version"])
     for old in RELEASED.glob("*.sql"):
         old.unlink()
-    for source in sorted(STORE.glob("*.sql")):
-        shutil.copyfile(source, RELEASED / source.name)
+    for package in SQL_PACKAGES:
+        for source in sorted((PACKAGE / package.split(".")[-1]).glob("*.sql")):
+            shutil.copyfile(source, RELEASED / source.name)
     (RELEASED / "RELEASE").write_text(f"{version}\n", encoding="utf-8")
     return version
 

@@ -118,6 +118,6 @@ def test_the_context_holds_what_the_containerfile_copies_and_nothing_local() -> 
         "requirements/build.txt",
         "requirements/runtime.txt",
     }
-    assert in_context("wheels/slot_expiration-0.2.0-py3-none-any.whl", rules)
+    assert in_context("wheels/slot_expiration-0.3.0-py3-none-any.whl", rules)
     for local in (".venv/bin/python", "src/slot_expiration/cli/app.py", "wheels/notes.txt"):
         assert not in_context(local, rules), local

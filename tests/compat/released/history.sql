@@ -33,13 +33,26 @@ h.run_id, h.instance, h.as_of, h.started_at, h.ended_at, h.outcome, h.stop_reaso
 h.expired_count, h.skipped_locked_count, h.failed_count, h.batches, h.duration_ms, h.backlog,
 h.clock_skew_seconds, h.error_type, h.sqlstate, h.error
 
--- name: history_latest_with_outcome
--- The latest cycle whose outcome is one of `outcomes`.
+-- name: history_latest_success
+-- The latest successful cycle: one probe of
+-- ix_slot_expiration_cycles_success_ended_at (migration 0007), whose
+-- predicate this WHERE repeats, however long every cycle since has failed.
 SELECT
     -- include: cycle_columns
 FROM slot_expiration_cycles AS h
-WHERE h.outcome = ANY (%(outcomes)s::text[])
-ORDER BY h.ended_at DESC, h.run_id
+WHERE h.outcome = 'success'
+ORDER BY h.ended_at DESC
+LIMIT 1;
+
+-- name: history_latest_failure
+-- The latest cycle that did not succeed: one probe of
+-- ix_slot_expiration_cycles_failure_ended_at (migration 0007), however long
+-- every cycle since has succeeded.
+SELECT
+    -- include: cycle_columns
+FROM slot_expiration_cycles AS h
+WHERE h.outcome <> 'success'
+ORDER BY h.ended_at DESC
 LIMIT 1;
 
 -- name: history_recent
@@ -72,31 +85,19 @@ ORDER BY h.instance, h.outcome;
 -- however many cycles ran.
 SELECT to_timestamp(
            floor(extract(epoch FROM h.ended_at) / %(bucket_seconds)s) * %(bucket_seconds)s
-       ) AS bucket,
+       ) AS at,
        max(h.backlog) AS backlog
 FROM slot_expiration_cycles AS h
 WHERE h.ended_at >= %(since)s AND h.backlog IS NOT NULL
 GROUP BY 1
 ORDER BY 1;
 
--- name: history_backlog_before
--- The backlog left by the latest cycle that ended at or before `at` or, where the
--- history is younger than that, by its oldest cycle: the point `status --check`
--- measures the backlog's trend from, as the backlog alert's `delta(...[30m:])` does.
--- Each branch is one probe of ix_slot_expiration_cycles_ended_at.
-SELECT candidate.ended_at, candidate.backlog
-FROM (
-    (SELECT h.ended_at, h.backlog, 0 AS preference
-     FROM slot_expiration_cycles AS h
-     WHERE h.ended_at <= %(at)s AND h.backlog IS NOT NULL
-     ORDER BY h.ended_at DESC
-     LIMIT 1)
-    UNION ALL
-    (SELECT h.ended_at, h.backlog, 1 AS preference
-     FROM slot_expiration_cycles AS h
-     WHERE h.backlog IS NOT NULL
-     ORDER BY h.ended_at
-     LIMIT 1)
-) AS candidate
-ORDER BY candidate.preference
-LIMIT 1;
+-- name: history_backlog_samples
+-- What the backlog's trend is read from (cycle/backlog_trend.py): each
+-- cycle that ended since `since`, oldest first, with how it ended, the
+-- backlog it left and how many it expired. A range of
+-- ix_slot_expiration_cycles_ended_at.
+SELECT h.instance, h.ended_at, h.outcome, h.backlog, h.expired_count
+FROM slot_expiration_cycles AS h
+WHERE h.ended_at >= %(since)s
+ORDER BY h.ended_at, h.run_id;

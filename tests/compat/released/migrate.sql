@@ -38,12 +38,39 @@ SELECT 41, format('migrate runs as %s, which may not create tables in schema %s'
                   current_user, coalesce(current_schema(), '(none on the search_path)'))
 WHERE current_schema() IS NULL OR NOT has_schema_privilege(current_schema(), 'CREATE')
 
+-- fragment: adoption_partition_rows
+-- What adopting a partitioned availability_slots asks of its partitions: the
+-- worker's index is built on each one (CONCURRENTLY), then attached to the
+-- index on the parent. A partition itself partitioned, a foreign table (no
+-- index) or one migrate may not index (only an owner may) would stop that
+-- half-way: refused before anything changes. Nothing is built where the
+-- calendar has an index of the contract's name already (it is kept).
+SELECT 50 + CASE WHEN c.relkind = 'p' THEN 0 WHEN c.relkind = 'f' THEN 1 ELSE 2 END AS ordinal,
+       CASE
+           WHEN c.relkind = 'p'
+               THEN format('partition %s is itself partitioned: the worker indexes one level '
+                           'of partitions', t.relid::regclass)
+           WHEN c.relkind = 'f'
+               THEN format('partition %s is a foreign table: no index can be built on it',
+                           t.relid::regclass)
+           ELSE format('migrate runs as %s, which does not act as the owner of partition %s '
+                       '(%s): run it as that role', current_user, t.relid::regclass,
+                       pg_get_userbyid(c.relowner))
+       END AS problem
+FROM pg_partition_tree(to_regclass('availability_slots')) AS t
+JOIN pg_class AS c ON c.oid = t.relid
+WHERE t.level = 1 AND to_regclass('ix_availability_slots_status_start') IS NULL
+  AND (c.relkind IN ('p', 'f') OR NOT pg_has_role(current_user, c.relowner, 'USAGE'))
+
 -- name: adoption_problems
 -- Why the existing availability_slots cannot be adopted, one line each (the
--- catalog's part: the table contract and migrate's privileges). The status
--- values are read too where the column is text (status_value_mismatches).
+-- catalog's part: the table contract, its partitions and migrate's
+-- privileges). The status values are read too where they read as text
+-- (status_value_mismatches).
 SELECT problem FROM (
     -- include: contract_mismatch_rows
+    UNION ALL
+    -- include: adoption_partition_rows
     UNION ALL
     -- include: adoption_privilege_rows
 ) AS found
@@ -61,16 +88,27 @@ BEGIN
     SELECT string_agg(found.problem, '; ' ORDER BY found.ordinal) INTO problems FROM (
         -- include: contract_mismatch_rows
         UNION ALL
+        -- include: adoption_partition_rows
+        UNION ALL
         -- include: adoption_privilege_rows
     ) AS found;
     IF (
-        -- include: status_column_is_text
+        -- include: status_values_readable
     ) THEN
         SELECT concat_ws('; ', problems, string_agg(found.problem, '; ' ORDER BY found.ordinal))
         INTO problems FROM (
             -- include: status_value_rows
         ) AS found;
         problems := nullif(problems, '');
+    END IF;
+    -- The worker's index on a partitioned table is built partition by partition, each
+    -- from what the catalog says then: only `slot-expiration migrate` can.
+    IF problems IS NULL AND to_regclass('ix_availability_slots_status_start') IS NULL AND EXISTS (
+        SELECT FROM pg_class
+        WHERE oid = to_regclass('availability_slots') AND relkind = 'p'
+    ) THEN
+        problems := 'it is partitioned: this script cannot build the worker''s index one '
+                    'partition at a time; run `slot-expiration migrate` itself';
     END IF;
     IF problems IS NOT NULL THEN
         RAISE EXCEPTION 'availability_slots cannot be adopted, nothing changed: %', problems;
@@ -91,3 +129,76 @@ SELECT coalesce(
         LIKE 'slot-expiration adopted availability_slots%',
     false
 );
+
+-- name: relation_exists
+-- What a migration asks before creating something, so that running the
+-- migrations again creates only what is missing (a repair).
+SELECT to_regclass(%(name)s) IS NOT NULL;
+
+-- name: column_exists
+SELECT EXISTS (
+    SELECT FROM pg_attribute
+    WHERE attrelid = to_regclass(%(table)s) AND attname = %(column)s AND NOT attisdropped
+);
+
+-- name: constraint_exists
+SELECT EXISTS (
+    SELECT FROM pg_constraint WHERE conrelid = to_regclass(%(table)s) AND conname = %(name)s
+);
+
+-- name: index_validity
+SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%(name)s);
+
+-- name: slot_table_autovacuum_set
+-- Whether migration 0005's setting is on availability_slots already.
+SELECT coalesce('autovacuum_vacuum_scale_factor=0.02' = ANY (reloptions), false)
+FROM pg_class WHERE oid = to_regclass('availability_slots');
+
+-- name: slot_table_partitioned
+SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass('availability_slots');
+
+-- name: partitions_without_worker_index
+-- The partitions of availability_slots (one level: adoption refuses more) whose
+-- index is not yet attached to ix_availability_slots_status_start, each with an
+-- index of the worker's shape already on it, if any (a build an earlier migrate
+-- started: valid, it is attached; invalid, built again): the same columns in the
+-- same order, the same predicate as the index on the parent, btree, not unique.
+-- Names come as regclass spells them, quoted where they need it.
+SELECT t.relid::regclass::text AS partition,
+       found.indexrelid::regclass::text AS index_name,
+       coalesce(found.indisvalid, false) AS valid
+FROM pg_partition_tree(to_regclass('availability_slots')) AS t
+LEFT JOIN LATERAL (
+    SELECT i.indexrelid, i.indisvalid
+    FROM pg_index AS i
+    JOIN pg_class AS ic ON ic.oid = i.indexrelid
+    JOIN pg_am AS am ON am.oid = ic.relam
+    WHERE i.indrelid = t.relid AND NOT i.indisunique AND am.amname = 'btree'
+      AND i.indnatts = 2 AND i.indexprs IS NULL
+      AND ARRAY(
+          SELECT a.attname::text
+          FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k (attnum, n)
+          JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+          ORDER BY k.n
+      ) = ARRAY['start_at', 'id']
+      AND pg_get_expr(i.indpred, i.indrelid) = (
+          SELECT pg_get_expr(p.indpred, p.indrelid) FROM pg_index AS p
+          WHERE p.indexrelid = to_regclass('ix_availability_slots_status_start')
+      )
+    ORDER BY i.indisvalid DESC, i.indexrelid
+    LIMIT 1
+) AS found ON true
+WHERE t.level = 1 AND t.isleaf
+  AND NOT EXISTS (
+      SELECT FROM pg_inherits AS h
+      JOIN pg_index AS attached ON attached.indexrelid = h.inhrelid
+      WHERE h.inhparent = to_regclass('ix_availability_slots_status_start')
+        AND attached.indrelid = t.relid
+  )
+ORDER BY t.relid::regclass::text;
+
+-- name: drop_worker_table
+-- A repair: one of the worker's own tables, empty and no longer of its shape,
+-- goes before the migrations create it again ({table}: an identifier psycopg.sql
+-- quotes, one of the worker's tables).
+DROP TABLE {table};

@@ -7,20 +7,52 @@
 -- name: grant_target
 -- The role named, the table's schema and owner, and why granting to it
 -- would be wrong: it owns the table (or acts as its owner), is a superuser,
--- or is who runs this command. NULL role_oid: no such role.
+-- is who runs this command, or is a predefined role; or it can reach, through
+-- a chain of memberships (INHERIT or not: a member may SET ROLE to each), a
+-- superuser, the table's owner, or a predefined role that writes what it
+-- likes (the shortest such chain, role by role). NULL role_oid: no such role.
+WITH RECURSIVE reach (roleid, chain) AS (
+    SELECT r.oid, ARRAY[r.rolname::text] FROM pg_roles AS r WHERE r.rolname = %(role)s
+    UNION ALL
+    SELECT m.roleid, reach.chain || granted.rolname::text
+    FROM reach
+    JOIN pg_auth_members AS m ON m.member = reach.roleid
+    JOIN pg_roles AS granted ON granted.oid = m.roleid
+    WHERE granted.rolname::text <> ALL (reach.chain)
+),
+slot_table AS (
+    SELECT c.relowner, n.nspname
+    FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE c.oid = to_regclass('availability_slots')
+),
+power AS (
+    SELECT reach.chain, CASE WHEN g.rolsuper THEN 'superuser'
+                             WHEN g.oid = t.relowner THEN 'owner'
+                             ELSE 'writer' END AS kind
+    FROM reach
+    JOIN pg_roles AS g ON g.oid = reach.roleid
+    CROSS JOIN slot_table AS t
+    WHERE cardinality(reach.chain) > 1
+      AND (g.rolsuper OR g.oid = t.relowner
+           OR g.rolname IN ('pg_write_all_data', 'pg_write_server_files',
+                            'pg_execute_server_program'))
+    ORDER BY cardinality(reach.chain), reach.chain
+    LIMIT 1
+)
 SELECT r.oid AS role_oid,
-       n.nspname AS schema,
-       pg_get_userbyid(c.relowner) AS owner,
-       pg_has_role(current_user, c.relowner, 'MEMBER') AS we_act_as_owner,
-       r.oid IS NOT NULL AND pg_has_role(r.oid, c.relowner, 'MEMBER') AS role_acts_as_owner,
-       coalesce(r.rolsuper, false) AS role_is_superuser,
-       r.rolname IN (current_user, session_user) AS role_is_connecting,
+       t.nspname AS schema,
+       pg_get_userbyid(t.relowner) AS owner,
+       pg_has_role(current_user, t.relowner, 'MEMBER') AS we_act_as_owner,
+       r.oid IS NOT NULL AND pg_has_role(r.oid, t.relowner, 'MEMBER') AS role_acts_as_owner,
+       coalesce(r.rolsuper, false) AS superuser,
+       r.rolname IN (current_user, session_user) AS connecting,
        -- pg_read_all_data and the like: PostgreSQL reserves the pg_ prefix for them.
-       starts_with(r.rolname, 'pg_') AS role_is_predefined
-FROM pg_class AS c
-JOIN pg_namespace AS n ON n.oid = c.relnamespace
+       starts_with(r.rolname, 'pg_') AS predefined,
+       power.chain AS chain_to_power,
+       power.kind AS power
+FROM slot_table AS t
 LEFT JOIN pg_roles AS r ON r.rolname = %(role)s
-WHERE c.oid = to_regclass('availability_slots');
+LEFT JOIN power ON true;
 
 -- name: grant_requirements
 -- The privileges to grant: the worker's, or (read_only) the read-only views'.

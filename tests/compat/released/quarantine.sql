@@ -2,6 +2,24 @@
 -- records and releases in its own transactions, and what an operator lists
 -- and retries. Only slot_expiration.quarantine.store runs them.
 
+-- fragment: not_in_quarantine
+-- The selection's part (cycle.sql, due_slot_predicate): slot `s` is not in
+-- quarantine until after `now`, nor parked there (an entry that ended no
+-- longer counts).
+NOT EXISTS (
+    SELECT FROM slot_expiration_failures AS q
+    WHERE q.slot_id = s.id AND q.ended_at IS NULL
+      AND (q.next_attempt_at > %(now)s OR q.parked_at IS NOT NULL)
+)
+
+-- fragment: quarantine_slot_lookup
+-- The slot of the quarantine entry `q`, found by its primary key: one probe
+-- per entry. The LIMIT keeps the planner from turning it into a join, which
+-- (the quarantine is small, and autovacuum may never have analyzed it) it
+-- could run as a scan of the whole availability_slots: the quarantine's
+-- statements read the slot table by key whatever the statistics say.
+SELECT ds.tenant_id, ds.status FROM availability_slots AS ds WHERE ds.id = q.slot_id LIMIT 1
+
 -- name: quarantine_rows
 -- Record the rows the database rejected in this batch, in the batch's own
 -- transaction: the selection passes over each until its next attempt. The
@@ -37,18 +55,20 @@ WHERE slot_id = ANY (%(ids)s::uuid[]) AND ended_at IS NULL;
 -- A quarantined slot that left Available some other way (booked, archived)
 -- is no longer the worker's business: its entry ends, keeping the status the
 -- slot left for. Entries another worker is ending right now are passed over,
--- never waited for.
-UPDATE slot_expiration_failures AS q
-SET ended_at = %(now)s, ended_status = s.status
-FROM availability_slots AS s
-WHERE s.id = q.slot_id
-  AND q.slot_id IN (
-      SELECT d.slot_id
-      FROM slot_expiration_failures AS d
-      JOIN availability_slots AS ds ON ds.id = d.slot_id
-      WHERE d.ended_at IS NULL AND ds.status <> 'Available'
-      FOR UPDATE OF d SKIP LOCKED
-  );
+-- never waited for. Each active entry looks its slot up by key
+-- (quarantine_slot_lookup): never a scan of availability_slots.
+UPDATE slot_expiration_failures AS e
+SET ended_at = %(now)s, ended_status = departed.status
+FROM (
+    SELECT q.slot_id, s.status
+    FROM slot_expiration_failures AS q
+    CROSS JOIN LATERAL (
+        -- include: quarantine_slot_lookup
+    ) AS s
+    WHERE q.ended_at IS NULL AND s.status <> 'Available'
+    FOR UPDATE OF q SKIP LOCKED
+) AS departed
+WHERE e.slot_id = departed.slot_id;
 
 -- name: purge_ended_quarantine
 -- Entries that ended before `cutoff` (the retention), at most `limit` per
@@ -65,13 +85,16 @@ WHERE slot_id IN (
 -- name: forget_deleted_slots
 -- A quarantined slot the calendar deleted leaves nothing to keep (an adopted
 -- table has no foreign key to cascade, migration 0002): its entry goes.
--- Entries another worker is forgetting right now are passed over.
+-- Entries another worker is forgetting right now are passed over. Each entry
+-- looks its slot up by key (quarantine_slot_lookup).
 DELETE FROM slot_expiration_failures
 WHERE slot_id IN (
     SELECT q.slot_id
     FROM slot_expiration_failures AS q
-    LEFT JOIN availability_slots AS s ON s.id = q.slot_id
-    WHERE s.id IS NULL
+    LEFT JOIN LATERAL (
+        -- include: quarantine_slot_lookup
+    ) AS s ON true
+    WHERE s.status IS NULL
     FOR UPDATE OF q SKIP LOCKED
 );
 
@@ -94,6 +117,12 @@ SET parked_at = coalesce(parked_at, %(now)s)
 WHERE ended_at IS NULL AND slot_id = ANY (%(ids)s::uuid[])
 RETURNING slot_id;
 
+-- fragment: message_excerpt_columns
+-- An entry's message as the views show it: its start, at most
+-- `message_chars` characters (domain/text.py, excerpt, notes the rest), and
+-- its whole length. Entries stored before the bound may hold a long message.
+left(q.message, %(message_chars)s) AS message, length(q.message) AS message_length
+
 -- fragment: listing_filter
 -- `quarantine list`'s filters; NULL: any.
 (%(sqlstate)s::text IS NULL OR q.sqlstate = %(sqlstate)s)
@@ -104,9 +133,12 @@ AND (%(tenant_id)s::uuid IS NULL OR s.tenant_id = %(tenant_id)s)
 -- (the others end at the next cycle and are no longer the worker's), parked
 -- ones included.
 SELECT q.slot_id, s.tenant_id, q.attempts, q.first_failed_at, q.last_failed_at,
-       q.next_attempt_at, q.sqlstate, q.message, q.parked_at
+       q.next_attempt_at, q.sqlstate, q.parked_at,
+       -- include: message_excerpt_columns
 FROM slot_expiration_failures AS q
-JOIN availability_slots AS s ON s.id = q.slot_id
+CROSS JOIN LATERAL (
+    -- include: quarantine_slot_lookup
+) AS s
 WHERE q.ended_at IS NULL AND s.status = 'Available'
   AND
   -- include: listing_filter
@@ -116,10 +148,12 @@ LIMIT %(limit)s;
 -- name: quarantine_total
 -- How many entries are listed, how many of them are parked, and since when the
 -- oldest of the others has been failing.
-SELECT count(*), count(*) FILTER (WHERE q.parked_at IS NOT NULL),
-       min(q.first_failed_at) FILTER (WHERE q.parked_at IS NULL)
+SELECT count(*) AS total, count(*) FILTER (WHERE q.parked_at IS NOT NULL) AS parked,
+       min(q.first_failed_at) FILTER (WHERE q.parked_at IS NULL) AS waiting_since
 FROM slot_expiration_failures AS q
-JOIN availability_slots AS s ON s.id = q.slot_id
+CROSS JOIN LATERAL (
+    -- include: quarantine_slot_lookup
+) AS s
 WHERE q.ended_at IS NULL AND s.status = 'Available'
   AND
   -- include: listing_filter
@@ -128,20 +162,30 @@ WHERE q.ended_at IS NULL AND s.status = 'Available'
 -- name: quarantine_ended
 -- Entries that ended (kept for the retention period), the latest end first.
 SELECT q.slot_id, s.tenant_id, q.attempts, q.first_failed_at, q.last_failed_at,
-       q.sqlstate, q.message, q.parked_at, q.ended_at, q.ended_status
+       q.sqlstate, q.parked_at, q.ended_at, q.ended_status,
+       -- include: message_excerpt_columns
 FROM slot_expiration_failures AS q
-JOIN availability_slots AS s ON s.id = q.slot_id
+CROSS JOIN LATERAL (
+    -- include: quarantine_slot_lookup
+) AS s
 WHERE q.ended_at IS NOT NULL
   AND
   -- include: listing_filter
 ORDER BY q.ended_at DESC, q.slot_id
 LIMIT %(limit)s;
 
--- name: count_quarantined
--- What the worker reports after each cycle (the quarantined_slots gauge):
--- slots in quarantine, still Available and not parked. The quarantine holds
+-- name: measure_quarantine
+-- What the worker reports after each cycle: slots in quarantine, still
+-- Available and not parked (the quarantined_slots gauge), and how long the
+-- oldest of them has been failing, from its first failure to `now` (the
+-- quarantine_oldest_age_seconds gauge; NULL when none is). Both instants are
+-- the worker's clock, the one the quarantine is kept on. The quarantine holds
 -- poison rows only: a handful of key lookups.
-SELECT count(*)
+SELECT count(*) AS quarantined,
+       extract(epoch FROM %(now)s::timestamptz - min(q.first_failed_at))::float8
+           AS oldest_age_seconds
 FROM slot_expiration_failures AS q
-JOIN availability_slots AS s ON s.id = q.slot_id
+CROSS JOIN LATERAL (
+    -- include: quarantine_slot_lookup
+) AS s
 WHERE q.ended_at IS NULL AND q.parked_at IS NULL AND s.status = 'Available';

@@ -1,22 +1,128 @@
--- The schema as the worker needs it: the calendar's table contract, and what a
--- cycle needs of the role it runs as. Run by slot_store (each cycle's
--- preflight), status_store (the schema section of `status`) and migrate
--- (whether an existing availability_slots can be adopted: migrate.sql).
+-- The schema as the worker needs it: the calendar's table contract, the shape
+-- of the worker's own tables, and what a cycle needs of the role it runs as.
+-- Run by slot_store (each cycle's preflight), status_store (the schema section
+-- of `status`) and migrate (whether an existing availability_slots can be
+-- adopted, and what of the worker's own needs repairing: migrate.sql).
+--
+-- availability_slots is always the one the session's search_path finds
+-- (to_regclass): the worker never names a schema itself.
 
 -- fragment: slot_table_contract
--- The table contract of availability_slots (the spec): its columns, their
--- types as format_type() spells them, all NOT NULL.
+-- The table contract of availability_slots (the spec), as what the worker
+-- relies on rather than one spelling of it: each column's kind of type, judged
+-- on the base type beneath any domain, all NOT NULL. `written`: an expiry sets
+-- it (status, updated_at, version), so the database must let the worker write it.
 SELECT * FROM (VALUES
-    (1, 'id', 'uuid'),
-    (2, 'tenant_id', 'uuid'),
-    (3, 'consultant_id', 'uuid'),
-    (4, 'start_at', 'timestamp with time zone'),
-    (5, 'end_at', 'timestamp with time zone'),
-    (6, 'status', 'text'),
-    (7, 'version', 'integer'),
-    (8, 'created_at', 'timestamp with time zone'),
-    (9, 'updated_at', 'timestamp with time zone')
-) AS contract (ordinal, column_name, data_type)
+    (1, 'id', 'uuid', 'uuid', false),
+    (2, 'tenant_id', 'uuid', 'uuid', false),
+    (3, 'consultant_id', 'uuid', 'uuid', false),
+    (4, 'start_at', 'timestamptz', 'timestamp with time zone', false),
+    (5, 'end_at', 'timestamptz', 'timestamp with time zone', false),
+    (6, 'status', 'status', 'text, varchar, an enum, or a domain over text', true),
+    (7, 'version', 'integer', 'an integer type (smallint, integer or bigint)', true),
+    (8, 'created_at', 'timestamptz', 'timestamp with time zone', false),
+    (9, 'updated_at', 'timestamptz', 'timestamp with time zone', true)
+) AS contract (ordinal, column_name, kind, expected, written)
+
+-- fragment: slot_table_columns
+-- Each column of availability_slots as the contract judges it: its type as
+-- written, the base type beneath any domains (and whether that is an enum),
+-- whether it refuses NULL (itself, or one of its domains), whether it is an
+-- identity column (ALWAYS: the database writes it; BY DEFAULT: a sequence
+-- fills it) or a generated one, and a varchar's length limit (NULL: none).
+SELECT a.attname::text AS column_name,
+       format_type(a.atttypid, a.atttypmod) AS type_name,
+       base.oid AS base_type,
+       base.typtype AS base_kind,
+       a.attnotnull OR base.domain_not_null AS not_null,
+       CASE a.attidentity WHEN 'a' THEN 'ALWAYS' WHEN 'd' THEN 'BY DEFAULT' END AS identity,
+       a.attgenerated <> '' AS generated,
+       CASE WHEN base.oid = 'varchar'::regtype
+            THEN nullif(greatest(coalesce(nullif(a.atttypmod, -1), base.typmod), -1), -1) - 4
+       END AS max_length
+FROM pg_attribute AS a
+CROSS JOIN LATERAL (
+    WITH RECURSIVE chain (oid, typmod, domain_not_null, depth) AS (
+        SELECT a.atttypid, -1, false, 0
+        UNION ALL
+        SELECT t.typbasetype, CASE WHEN chain.typmod >= 0 THEN chain.typmod ELSE t.typtypmod END,
+               chain.domain_not_null OR t.typnotnull, chain.depth + 1
+        FROM chain JOIN pg_type AS t ON t.oid = chain.oid
+        WHERE t.typtype = 'd'
+    )
+    SELECT chain.oid, t.typtype, chain.typmod, chain.domain_not_null
+    FROM chain JOIN pg_type AS t ON t.oid = chain.oid
+    ORDER BY chain.depth DESC
+    LIMIT 1
+) AS base
+WHERE a.attrelid = to_regclass('availability_slots') AND a.attnum > 0 AND NOT a.attisdropped
+
+-- fragment: worker_table_shape
+-- The worker's own tables at the newest revision, column by column, as the
+-- migrations create them (format_type's spelling); tests/integration holds it
+-- equal to what they create. The start check and `status` compare the
+-- database with it; `migrate` repairs what differs.
+SELECT * FROM (VALUES
+    (1, 'slot_expiration_failures', 'slot_id', 'uuid', true),
+    (2, 'slot_expiration_failures', 'attempts', 'integer', true),
+    (3, 'slot_expiration_failures', 'first_failed_at', 'timestamp with time zone', true),
+    (4, 'slot_expiration_failures', 'last_failed_at', 'timestamp with time zone', true),
+    (5, 'slot_expiration_failures', 'next_attempt_at', 'timestamp with time zone', true),
+    (6, 'slot_expiration_failures', 'sqlstate', 'text', true),
+    (7, 'slot_expiration_failures', 'message', 'text', true),
+    (8, 'slot_expiration_failures', 'parked_at', 'timestamp with time zone', false),
+    (9, 'slot_expiration_failures', 'ended_at', 'timestamp with time zone', false),
+    (10, 'slot_expiration_failures', 'ended_status', 'text', false),
+    (11, 'slot_expiration_cycles', 'run_id', 'uuid', true),
+    (12, 'slot_expiration_cycles', 'instance', 'text', true),
+    (13, 'slot_expiration_cycles', 'as_of', 'timestamp with time zone', true),
+    (14, 'slot_expiration_cycles', 'started_at', 'timestamp with time zone', true),
+    (15, 'slot_expiration_cycles', 'ended_at', 'timestamp with time zone', true),
+    (16, 'slot_expiration_cycles', 'outcome', 'text', true),
+    (17, 'slot_expiration_cycles', 'stop_reason', 'text', false),
+    (18, 'slot_expiration_cycles', 'expired_count', 'integer', true),
+    (19, 'slot_expiration_cycles', 'skipped_locked_count', 'integer', true),
+    (20, 'slot_expiration_cycles', 'failed_count', 'integer', true),
+    (21, 'slot_expiration_cycles', 'batches', 'integer', true),
+    (22, 'slot_expiration_cycles', 'duration_ms', 'double precision', true),
+    (23, 'slot_expiration_cycles', 'backlog', 'integer', false),
+    (24, 'slot_expiration_cycles', 'clock_skew_seconds', 'double precision', false),
+    (25, 'slot_expiration_cycles', 'error_type', 'text', false),
+    (26, 'slot_expiration_cycles', 'sqlstate', 'text', false),
+    (27, 'slot_expiration_cycles', 'error', 'text', false),
+    (28, 'slot_expiration_alembic_version', 'version_num', 'character varying(32)', true)
+) AS shape (ordinal, relation, column_name, data_type, not_null)
+
+-- name: worker_table_shape_rows
+-- The shape itself, row by row (tests/integration holds it to what the
+-- migrations create, every column of the worker's tables included).
+-- include: worker_table_shape
+;
+
+-- fragment: worker_shape_mismatch_rows
+-- How the worker's own tables that exist differ from their shape, as
+-- (ordinal, relation, problem): a column missing, of another type, or NULL
+-- where it must not be (or refusing NULL where the worker leaves it out). A
+-- missing table is worker_tables_missing's.
+SELECT s.ordinal, s.relation, CASE
+    WHEN a.attname IS NULL
+        THEN format('column %s.%s does not exist', s.relation, s.column_name)
+    WHEN format_type(a.atttypid, a.atttypmod) <> s.data_type
+        THEN format('column %s.%s is %s, not %s', s.relation, s.column_name,
+                    format_type(a.atttypid, a.atttypmod), s.data_type)
+    WHEN a.attnotnull <> s.not_null
+        THEN format('column %s.%s is %s', s.relation, s.column_name,
+                    CASE WHEN a.attnotnull THEN 'NOT NULL, not nullable'
+                         ELSE 'nullable, not NOT NULL' END)
+END AS problem
+FROM (
+    -- include: worker_table_shape
+) AS s
+LEFT JOIN pg_attribute AS a
+    ON a.attrelid = to_regclass(s.relation) AND a.attname = s.column_name AND NOT a.attisdropped
+WHERE to_regclass(s.relation) IS NOT NULL
+  AND (a.attname IS NULL OR format_type(a.atttypid, a.atttypmod) <> s.data_type
+       OR a.attnotnull <> s.not_null)
 
 -- fragment: worker_requirements
 -- What one cycle needs: the relations it reads and writes, the columns it
@@ -54,8 +160,12 @@ SELECT * FROM (VALUES
 
 -- fragment: worker_requirement_problems
 -- Each requirement the current role does not meet, one line each (a missing
--- table once), in the order above.
-SELECT min(p.ordinal) AS ordinal, p.problem
+-- table once), in the order above; then how the worker's own tables differ
+-- from their shape (a column a cycle writes, renamed or dropped, would fail
+-- it later and less clearly). Each with its kind, which says who fixes it
+-- (cycle_store.Problem): `schema` (migrate), `calendar` (the calendar's own
+-- table changed) or `grant`.
+SELECT min(p.ordinal) AS ordinal, p.problem, min(p.kind) AS kind
 FROM (
     SELECT r.ordinal, CASE
         WHEN to_regclass(r.relation) IS NULL
@@ -70,13 +180,22 @@ FROM (
         WHEN r.column_name IS NOT NULL
              AND NOT has_column_privilege(to_regclass(r.relation), r.column_name, r.privilege)
             THEN format('no %s (%s) on %s', r.privilege, r.column_name, r.relation)
-    END AS problem
+    END AS problem, CASE
+        WHEN to_regclass(r.relation) IS NULL THEN 'schema'
+        WHEN r.column_name IS NOT NULL AND a.attname IS NULL
+            THEN CASE WHEN r.relation = 'availability_slots' THEN 'calendar' ELSE 'schema' END
+        ELSE 'grant'
+    END AS kind
     FROM (
         -- include: worker_requirements
     ) AS r
     LEFT JOIN pg_attribute AS a
         ON a.attrelid = to_regclass(r.relation) AND a.attname = r.column_name
        AND NOT a.attisdropped
+    UNION ALL
+    SELECT 50 + w.ordinal, w.problem, 'schema' FROM (
+        -- include: worker_shape_mismatch_rows
+    ) AS w
 ) AS p
 WHERE p.problem IS NOT NULL
 GROUP BY p.problem
@@ -89,53 +208,155 @@ SELECT version_num FROM slot_expiration_alembic_version;
 -- How availability_slots differs from the contract, one (ordinal, problem)
 -- row each, in contract order; no row when it fits (extra columns, indexes,
 -- constraints and triggers are the calendar's own). The catalog only: cheap.
+-- A relation that is not a table (a view, say) is said once, column lines
+-- would only mislead.
 SELECT 0 AS ordinal, 'table availability_slots does not exist' AS problem
 WHERE to_regclass('availability_slots') IS NULL
 UNION ALL
-SELECT columns.ordinal, columns.problem FROM (
+SELECT 1, format('availability_slots is %s, not a table: the worker locks, updates and indexes '
+                 'the table itself', CASE c.relkind WHEN 'v' THEN 'a view'
+                                                    WHEN 'm' THEN 'a materialized view'
+                                                    WHEN 'f' THEN 'a foreign table'
+                                                    ELSE format('a relation of kind %L', c.relkind)
+                                     END)
+FROM pg_class AS c
+WHERE c.oid = to_regclass('availability_slots') AND c.relkind NOT IN ('r', 'p')
+UNION ALL
+SELECT columns.ordinal + 1, columns.problem FROM (
     SELECT c.ordinal, CASE
-        WHEN a.attname IS NULL THEN format('column %s is missing', c.column_name)
-        WHEN format_type(a.atttypid, a.atttypmod) <> c.data_type
-            THEN format('column %s is %s, not %s', c.column_name,
-                        format_type(a.atttypid, a.atttypmod), c.data_type)
-        WHEN NOT a.attnotnull THEN format('column %s is nullable, not NOT NULL', c.column_name)
+        WHEN col.column_name IS NULL THEN format('column %s is missing', c.column_name)
+        WHEN NOT CASE c.kind
+                WHEN 'uuid' THEN col.base_type = 'uuid'::regtype
+                WHEN 'timestamptz' THEN col.base_type = 'timestamptz'::regtype
+                WHEN 'integer' THEN col.base_type IN ('int2'::regtype, 'int4'::regtype,
+                                                      'int8'::regtype)
+                WHEN 'status' THEN col.base_type IN ('text'::regtype, 'varchar'::regtype)
+                                   OR col.base_kind = 'e'
+            END
+            THEN format('column %s is %s, not %s', c.column_name, col.type_name, c.expected)
+        WHEN col.max_length < length('Available')
+            THEN format('column %s is %s: too short for ''Available''', c.column_name,
+                        col.type_name)
+        WHEN NOT col.not_null THEN format('column %s is nullable, not NOT NULL', c.column_name)
+        WHEN c.written AND col.identity = 'ALWAYS'
+            THEN format('column %s is GENERATED ALWAYS AS IDENTITY: the worker cannot set it, '
+                        'and an expiry does', c.column_name)
+        -- The contract: a slot's version counts its edits, never a sequence's draws.
+        WHEN c.written AND col.identity IS NOT NULL
+            THEN format('column %s is GENERATED BY DEFAULT AS IDENTITY: a sequence numbers '
+                        'new slots there, while a version counts a slot''s edits', c.column_name)
+        WHEN c.written AND col.generated
+            THEN format('column %s is a generated column: the worker cannot set it, and an '
+                        'expiry does', c.column_name)
     END AS problem
     FROM (
         -- include: slot_table_contract
     ) AS c
-    LEFT JOIN pg_attribute AS a
-        ON a.attrelid = to_regclass('availability_slots') AND a.attname = c.column_name
-       AND NOT a.attisdropped
-    WHERE to_regclass('availability_slots') IS NOT NULL
+    LEFT JOIN (
+        -- include: slot_table_columns
+    ) AS col ON col.column_name = c.column_name
+    WHERE EXISTS (
+        SELECT FROM pg_class
+        WHERE oid = to_regclass('availability_slots') AND relkind IN ('r', 'p')
+    )
 ) AS columns
 WHERE columns.problem IS NOT NULL
 UNION ALL
--- `id uuid primary key`: the worker and its quarantine find a slot by id alone.
-SELECT 10, 'column id is not the primary key'
-WHERE EXISTS (
-    SELECT FROM pg_attribute
-    WHERE attrelid = to_regclass('availability_slots') AND attname = 'id' AND NOT attisdropped
-) AND NOT EXISTS (
+-- An enum status holds exactly the four values (its labels are the catalog's).
+SELECT 13, format('column status is the enum %s, which %s', format_type(e.enumtypid, NULL),
+                  concat_ws(' and ',
+                      'has no value ' || nullif(array_to_string(ARRAY(
+                          SELECT quote_literal(v) FROM unnest(e.wanted) AS v
+                          WHERE v <> ALL (e.labels)), ', '), ''),
+                      'also holds ' || nullif(array_to_string(ARRAY(
+                          SELECT quote_literal(v) FROM unnest(e.labels) AS v
+                          WHERE v <> ALL (e.wanted)), ', '), '')
+                  ))
+FROM (
+    SELECT col.base_type AS enumtypid,
+           ARRAY(SELECT enumlabel::text FROM pg_enum WHERE enumtypid = col.base_type
+                 ORDER BY enumsortorder) AS labels,
+           ARRAY['Available', 'Booked', 'Expired', 'Archived'] AS wanted
+    FROM (
+        -- include: slot_table_columns
+    ) AS col
+    WHERE col.column_name = 'status' AND col.base_kind = 'e'
+) AS e
+WHERE NOT (e.labels @> e.wanted AND e.wanted @> e.labels)
+UNION ALL
+-- The primary key, and the partitioning the worker's index can follow: none,
+-- by range on start_at (the primary key then holds start_at too: `id` stays
+-- unique in practice, and the worker and its quarantine find a slot by id),
+-- or by hash on id.
+SELECT 11, format('availability_slots is partitioned by %s: the worker adopts a table '
+                  'partitioned by range on start_at or by hash on id',
+                  pg_get_partkeydef(p.partrelid))
+FROM pg_partitioned_table AS p
+WHERE p.partrelid = to_regclass('availability_slots')
+  AND NOT (
+      -- include: slot_table_partitioned_as_adopted
+  )
+UNION ALL
+SELECT 12, CASE WHEN key.range_on_start_at
+                THEN 'availability_slots is partitioned by range on start_at: its primary key '
+                     'must be (id, start_at)'
+                ELSE 'column id is not the primary key' END
+FROM (
+    SELECT coalesce((
+        -- include: slot_table_partitioned_as_adopted
+    ) AND p.partstrat = 'r', false) AS range_on_start_at,
+           CASE WHEN coalesce(p.partstrat = 'r', false) THEN ARRAY['id', 'start_at']
+                ELSE ARRAY['id'] END AS wanted
+    FROM pg_class AS c
+    LEFT JOIN pg_partitioned_table AS p ON p.partrelid = c.oid
+    WHERE c.oid = to_regclass('availability_slots') AND c.relkind IN ('r', 'p')
+      AND EXISTS (
+          SELECT FROM pg_attribute
+          WHERE attrelid = c.oid AND attname = 'id' AND NOT attisdropped
+      )
+      -- Partitioned otherwise: said above, the key follows from the partitioning.
+      AND (p.partrelid IS NULL OR (
+          -- include: slot_table_partitioned_as_adopted
+      ))
+) AS key
+WHERE NOT EXISTS (
     SELECT FROM pg_index AS i
-    JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
     WHERE i.indrelid = to_regclass('availability_slots') AND i.indisprimary
-      AND i.indnkeyatts = 1 AND a.attname = 'id'
+      AND ARRAY(
+          SELECT a.attname::text
+          FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k (attnum, n)
+          JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+          WHERE k.n <= i.indnkeyatts
+          ORDER BY a.attname
+      ) = key.wanted
+)
+
+-- fragment: slot_table_partitioned_as_adopted
+-- Whether availability_slots (its pg_partitioned_table row, `p`) is
+-- partitioned by range on start_at alone or by hash on id alone.
+SELECT p.partnatts = 1 AND p.partexprs IS NULL AND (
+    (p.partstrat = 'r' AND p.partattrs[0] = (
+        SELECT attnum FROM pg_attribute WHERE attrelid = p.partrelid AND attname = 'start_at'))
+    OR (p.partstrat = 'h' AND p.partattrs[0] = (
+        SELECT attnum FROM pg_attribute WHERE attrelid = p.partrelid AND attname = 'id'))
 )
 
 -- fragment: status_value_rows
--- The contract's "status text with exactly the values Available, Booked,
--- Expired, Archived", as (ordinal, problem) rows: values the rows hold beyond
--- the four (a full read of the table, which blocks no write), and check
--- constraints on status alone that refuse one of the four (each evaluated by
--- the server on that value: query_to_xml runs the constraint's own
--- expression, from the catalog, over a one-row relation named like the
--- table). Only when the column is text (status_column_is_text).
+-- The contract's "status with exactly the values Available, Booked, Expired,
+-- Archived", as (ordinal, problem) rows: values the rows hold beyond the four
+-- (a full read of the table, which blocks no write), and checks that refuse
+-- one of the four: the table's on status alone, and those of the domains the
+-- column's type is made of. Each check is evaluated by the server on that
+-- value: query_to_xml runs the constraint's own expression, from the catalog,
+-- over a one-row relation named like the table (a domain's check names its
+-- value VALUE, which reads a column `value`). Only where the values read as
+-- text (status_values_readable); an enum's labels are contract_mismatch_rows'.
 SELECT 20 AS ordinal,
        format('column status holds values outside the contract: %s',
               string_agg(quote_literal(found.status), ', ' ORDER BY found.status)) AS problem
 FROM (
-    SELECT DISTINCT status FROM availability_slots
-    WHERE status NOT IN ('Available', 'Booked', 'Expired', 'Archived')
+    SELECT DISTINCT status::text AS status FROM availability_slots
+    WHERE status::text NOT IN ('Available', 'Booked', 'Expired', 'Archived')
 ) AS found
 HAVING count(*) > 0
 UNION ALL
@@ -153,18 +374,44 @@ WHERE c.conrelid = to_regclass('availability_slots') AND c.contype = 'c'
              pg_get_expr(c.conbin, c.conrelid), v.status),
       false, true, ''
   )))[1]::text::boolean, true)
+UNION ALL
+SELECT 24 + v.ordinal, format('the domain %s of column status refuses %L (check constraint %s)',
+                              format_type(c.contypid, NULL), v.status, c.conname)
+FROM pg_constraint AS c
+CROSS JOIN (VALUES (1, 'Available'), (2, 'Booked'), (3, 'Expired'), (4, 'Archived'))
+    AS v (ordinal, status)
+WHERE c.contype = 'c' AND c.contypid IN (
+    WITH RECURSIVE chain (oid) AS (
+        SELECT atttypid FROM pg_attribute
+        WHERE attrelid = to_regclass('availability_slots') AND attname = 'status'
+          AND NOT attisdropped
+        UNION ALL
+        SELECT t.typbasetype FROM chain JOIN pg_type AS t ON t.oid = chain.oid
+        WHERE t.typtype = 'd'
+    )
+    SELECT oid FROM chain
+)
+  AND NOT coalesce((xpath('/row/passes/text()', query_to_xml(
+      format('SELECT (%s) AS passes FROM (SELECT %L::text AS value) AS domain_value',
+             pg_get_expr(c.conbin, 0), v.status),
+      false, true, ''
+  )))[1]::text::boolean, true)
 
--- fragment: status_column_is_text
--- Whether the status values can be read at all (status_value_rows names the
--- column, and compares it with text).
+-- fragment: status_values_readable
+-- Whether the status values read as text (status_value_rows compares them as
+-- text): text, varchar, or a domain over either.
 SELECT EXISTS (
-    SELECT FROM pg_attribute
-    WHERE attrelid = to_regclass('availability_slots') AND attname = 'status'
-      AND NOT attisdropped AND atttypid = 'text'::regtype
+    SELECT FROM (
+        -- include: slot_table_columns
+    ) AS col
+    WHERE col.column_name = 'status' AND col.base_type IN ('text'::regtype, 'varchar'::regtype)
+) AND EXISTS (
+    SELECT FROM pg_class
+    WHERE oid = to_regclass('availability_slots') AND relkind IN ('r', 'p')
 )
 
--- name: status_column_is_text
--- include: status_column_is_text
+-- name: status_values_readable
+-- include: status_values_readable
 ;
 
 -- name: contract_mismatches
@@ -190,3 +437,34 @@ SELECT name FROM (VALUES
 ) AS own (name)
 WHERE to_regclass(name) IS NULL
 ORDER BY name;
+
+-- name: worker_shape_mismatches
+-- How the worker's own tables differ from their shape (worker_shape_mismatch_rows),
+-- with how many rows each such table holds (what recreating it would lose).
+SELECT w.relation, w.problem,
+       (xpath('/row/n/text()', query_to_xml(
+           format('SELECT count(*) AS n FROM %I', w.relation), false, true, ''
+       )))[1]::text::bigint AS rows
+FROM (
+    -- include: worker_shape_mismatch_rows
+) AS w
+ORDER BY w.ordinal;
+
+-- fragment: slot_table_schemas_elsewhere
+-- When the search_path finds no availability_slots: the other schemas of the
+-- database that hold one (the calendar's table lives there, and nothing may
+-- create a second one); NULL when the search_path finds it, or none exists.
+SELECT array_agg(n.nspname::text ORDER BY n.nspname)
+FROM pg_class AS c
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE c.relname = 'availability_slots' AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  AND NOT pg_is_other_temp_schema(n.oid)
+  AND to_regclass('availability_slots') IS NULL
+
+-- name: slot_table_elsewhere
+-- The schemas holding the availability_slots the search_path misses (see
+-- slot_table_schemas_elsewhere), the search_path and the role, to say how to
+-- point at it. NULL schemas: nothing is elsewhere.
+SELECT (
+    -- include: slot_table_schemas_elsewhere
+) AS schemas, current_setting('search_path') AS search_path, current_user::text AS role;

@@ -70,25 +70,27 @@ WHERE id = %(id)s AND tenant_id = %(tenant_id)s;
 SELECT id, tenant_id, consultant_id, start_at, end_at, status, version, created_at, updated_at
 FROM availability_slots
 WHERE tenant_id = %(tenant_id)s
-  AND status = ANY (%(bookable)s::text[])
-  AND start_at >= %(earliest_start)s
-  AND start_at < %(start_before)s
-  AND (start_at, id) > (%(after_start)s, %(after_id)s)
-ORDER BY start_at, id
-LIMIT %(limit)s;
+  -- include: showcase_rest
+;
 
 -- name: showcase_page_for_consultant
 -- The same, for one consultant; served by ix_availability_slots_consultant_start.
 SELECT id, tenant_id, consultant_id, start_at, end_at, status, version, created_at, updated_at
 FROM availability_slots
-WHERE tenant_id = %(tenant_id)s
-  AND consultant_id = %(consultant_id)s
+WHERE tenant_id = %(tenant_id)s AND consultant_id = %(consultant_id)s
+  -- include: showcase_rest
+;
+
+-- fragment: showcase_rest
+-- A showcase page after the tenant (and consultant): bookable, in the window,
+-- after the cursor, in (start_at, id) order. Two statements, not one with an
+-- optional consultant: each is planned for its own index.
   AND status = ANY (%(bookable)s::text[])
   AND start_at >= %(earliest_start)s
   AND start_at < %(start_before)s
   AND (start_at, id) > (%(after_start)s, %(after_id)s)
 ORDER BY start_at, id
-LIMIT %(limit)s;
+LIMIT %(limit)s
 
 -- name: consultant_slots
 -- The agent's list: one consultant's slots in the given statuses starting in

@@ -2,6 +2,12 @@
 -- worker's /readyz. Only slot_expiration.store.status_store runs them; they
 -- only read, in read-only transactions.
 
+-- name: database_clock
+-- The database's now (its transaction's start, so every part of a report
+-- measures from one instant): what the operator's views measure times and
+-- ages on, the clock the worker writes its history and last success on.
+SELECT now();
+
 -- name: status_oldest_overdue
 -- The Available slot whose start passed longest ago, quarantined or not (an entry
 -- that ended, kept for the history, is not a quarantine).
@@ -24,21 +30,38 @@ ORDER BY backend_start, pid;
 -- The index that serves the selection: whether it exists, on which table, and
 -- whether PostgreSQL may use it (an interrupted CREATE INDEX CONCURRENTLY
 -- leaves it invalid).
-SELECT c.relname::text AS table_name, i.indisvalid, pg_get_indexdef(i.indexrelid) AS definition
+SELECT c.relname::text AS table_name, i.indisvalid AS valid,
+       pg_get_indexdef(i.indexrelid) AS definition
 FROM pg_index AS i
 JOIN pg_class AS c ON c.oid = i.indrelid
 WHERE i.indexrelid = to_regclass('ix_availability_slots_status_start');
+
+-- name: status_slot_table_partitions
+-- The partitions of a partitioned slot table and the parts of the selection's
+-- index on them (their relnames, as EXPLAIN names them); empty for a plain table.
+SELECT ARRAY(
+           SELECT c.relname::text FROM pg_partition_tree(to_regclass('availability_slots')) AS t
+           JOIN pg_class AS c ON c.oid = t.relid WHERE t.level > 0
+       ) AS partitions,
+       ARRAY(
+           SELECT c.relname::text
+           FROM pg_partition_tree(to_regclass('ix_availability_slots_status_start')) AS t
+           JOIN pg_class AS c ON c.oid = t.relid WHERE t.level > 0
+       ) AS index_partitions;
 
 -- name: status_slot_table_size
 -- How big the slot table is: its rows counted exactly up to `cap` (a short
 -- walk that stops there: enough to tell a table too small to judge its plan),
 -- the planner's estimate (NULL before the first ANALYZE or VACUUM) and its
--- size on disk, indexes and TOAST included.
+-- size on disk, indexes and TOAST included; a partitioned table's are its
+-- partitions' (the parent itself holds no rows).
 SELECT (SELECT count(*) FROM (SELECT FROM availability_slots LIMIT %(cap)s) AS r) AS counted,
-       CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint END AS rows_estimate,
-       pg_total_relation_size(c.oid) AS total_bytes
-FROM pg_class AS c
-WHERE c.oid = to_regclass('availability_slots');
+       CASE WHEN bool_or(c.reltuples >= 0) THEN sum(greatest(c.reltuples, 0))::bigint
+       END AS rows_estimate,
+       coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS total_bytes
+FROM pg_partition_tree(to_regclass('availability_slots')) AS t
+JOIN pg_class AS c ON c.oid = t.relid
+WHERE t.isleaf;
 
 -- name: status_explain_selection
 -- The plan of the worker's selection (the same text as expire_batch's pick),

@@ -1,5 +1,5 @@
--- The worker's statements, by name: one cycle's selection, expiry and counts.
--- Only slot_expiration.store.slot_store runs them; parameters are bound by
+-- The cycle's statements, by name: one cycle's selection, expiry and counts.
+-- Only slot_expiration.store.cycle_store runs them; parameters are bound by
 -- psycopg (%(name)s), never formatted into the text.
 
 -- fragment: due_slot_predicate
@@ -16,11 +16,8 @@ AND (s.start_at, s.id) > (
     coalesce(%(after_id)s::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
 )
 AND s.id <> ALL (%(exclude_ids)s::uuid[])
-AND NOT EXISTS (
-    SELECT FROM slot_expiration_failures AS q
-    WHERE q.slot_id = s.id AND q.ended_at IS NULL
-      AND (q.next_attempt_at > %(now)s OR q.parked_at IS NOT NULL)
-)
+AND
+    -- include: not_in_quarantine
 
 -- fragment: pick_due_slots
 -- The selection, oldest start_at first; the statements that lock add
@@ -63,7 +60,12 @@ WHERE
 -- rows, expire them (Available -> Expired, the state machine's EXPIRE), end
 -- the quarantine entries of the rows that now expired (as release_rows), and
 -- count the rows passed over inside the batch's window. The update finds each
--- row by key.
+-- row by key, within the start_at range of the rows picked (they are locked:
+-- none moves): on a calendar partitioned by start_at that bound prunes the
+-- update to the partitions the batch lies in, where the key alone would
+-- search every partition. Measured on 1,000,000 rows, 500-row batches rolled
+-- back, the two forms taking turns: 14.3 ms against 26.3 ms without the bound
+-- on 28 monthly partitions; 5.8 against 5.6 ms on a plain table.
 WITH picked AS MATERIALIZED (
     -- include: pick_due_slots
     FOR UPDATE OF s SKIP LOCKED
@@ -72,6 +74,8 @@ expired AS (
     UPDATE availability_slots AS s
     SET status = 'Expired', updated_at = %(as_of)s, version = s.version + 1
     WHERE s.id = ANY (ARRAY(SELECT id FROM picked)) AND s.status = 'Available'
+      AND s.start_at BETWEEN (SELECT min(start_at) FROM picked)
+                         AND (SELECT max(start_at) FROM picked)
     RETURNING s.id, s.tenant_id, s.start_at
 ),
 released AS (
@@ -156,20 +160,58 @@ RETURNING id, tenant_id;
 
 -- name: cycle_preflight
 -- The first statement of every cycle: the server's clock (to compare with
--- the worker's) and what this role lacks to run a cycle, one line each; see
--- worker_requirements in schema.sql.
+-- the worker's), what this role lacks to run a cycle, one line each (see
+-- worker_requirements in schema.sql), and, when the search_path finds no
+-- availability_slots, the schemas that hold one and the search_path.
 SELECT clock_timestamp() AS server_clock,
        current_user::text AS role,
-       coalesce(array_agg(r.problem ORDER BY r.ordinal), '{}') AS problems
+       coalesce(array_agg(r.problem ORDER BY r.ordinal), '{}') AS problems,
+       coalesce(array_agg(r.kind ORDER BY r.ordinal), '{}') AS problem_kinds,
+       coalesce((
+           -- include: slot_table_schemas_elsewhere
+       ), '{}') AS slot_table_schemas,
+       current_setting('search_path') AS search_path
 FROM (
     -- include: worker_requirement_problems
     UNION ALL
     -- The worker is a cross-tenant system job: a tenant policy would hide rows from it
     -- and it would report nothing due.
-    SELECT 99, 'row-level security on availability_slots hides rows from this role'
+    SELECT 99, 'row-level security on availability_slots hides rows from this role',
+           'row_security'
     WHERE to_regclass('availability_slots') IS NOT NULL
       AND row_security_active('availability_slots')
+      AND NOT (
+          -- include: row_security_shows_every_row
+      )
 ) AS r;
+
+-- fragment: row_security_shows_every_row
+-- Whether the row-level security policies on availability_slots that apply to
+-- this role (directly, through a membership, or to PUBLIC) let it read and
+-- update every row: a permissive policy USING (true) for reading and one for
+-- updating (FOR ALL serves both; an UPDATE's WITH CHECK true or none), and no
+-- restrictive policy that holds anything back.
+SELECT coalesce(
+    bool_or(p.permissive AND p.reads AND p.shows_all)
+    AND bool_or(p.permissive AND p.updates AND p.shows_all AND p.checks_nothing)
+    AND NOT bool_or(NOT p.permissive AND (p.reads OR p.updates)
+                    AND NOT (p.shows_all AND p.checks_nothing)),
+    false
+)
+FROM (
+    SELECT pol.polpermissive AS permissive,
+           pol.polcmd IN ('r', '*') AS reads,
+           pol.polcmd IN ('w', '*') AS updates,
+           coalesce(pg_get_expr(pol.polqual, pol.polrelid) = 'true', false) AS shows_all,
+           coalesce(pg_get_expr(pol.polwithcheck, pol.polrelid) = 'true', true)
+               AS checks_nothing
+    FROM pg_policy AS pol
+    WHERE pol.polrelid = to_regclass('availability_slots')
+      AND (0 = ANY (pol.polroles) OR EXISTS (
+          SELECT FROM unnest(pol.polroles) AS granted (role)
+          WHERE pg_has_role(current_user, granted.role, 'USAGE')
+      ))
+) AS p
 
 -- name: count_backlog_capped
 -- What is still due after a cycle, counted cheaply: an index-only walk that
