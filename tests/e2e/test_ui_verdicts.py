@@ -48,6 +48,15 @@ SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
 FROM generate_series(1, %(count)s) AS i
 """
 
+# The first error cell of the recent cycles, measured against the window (its table scrolls
+# sideways when too wide, which would leave the error off screen).
+ERROR_IN_VIEW = """
+const cell = document.querySelector("td.message");
+if (!cell || !cell.textContent.trim()) { return false; }
+const box = cell.getBoundingClientRect();
+return box.left >= 0 && box.right <= document.documentElement.clientWidth;
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Looked:
@@ -56,6 +65,7 @@ class Looked:
     text: str  # the page's whole text
     first_section: str  # the id of the first section of <main>
     links: list[str]  # where the verdict's links lead
+    error_in_view: bool  # the first error cell of the recent cycles lies wholly in the window
     png: bytes
 
 
@@ -174,6 +184,7 @@ def _look(page: str, profile: Path) -> Looked:
             text=str(driver.find_element(By.TAG_NAME, "body").text),
             first_section=first.get_attribute("id") or "",
             links=[a.get_attribute("href") or "" for a in verdict.find_elements(By.TAG_NAME, "a")],
+            error_in_view=bool(driver.execute_script(ERROR_IN_VIEW)),
             png=full_page_png(driver),
         )
 
@@ -231,6 +242,7 @@ async def test_a_failing_deployments_page_folds_its_identical_failures_into_one_
     assert re.search(r"failed 74\u00d7 since \d\d:\d\d UTC", looked.text), looked.text
     assert looked.text.count(REFUSED) == 1
     assert "Last success\n3h " in looked.text
+    assert looked.error_in_view  # at 1280 px, the folded row's replicas one per line
 
 
 async def test_with_the_database_down_the_pages_verdict_is_the_checks_unknown(

@@ -160,7 +160,7 @@ def test_identical_failures_in_a_row_are_one_row_that_says_how_many_since_when()
     assert html.count('<tr class="folded">') == 1
     assert "failed 24\u00d7 since 10:05 UTC" in html
     assert html.count(refused) == 1
-    assert "b:2, a:1" in html
+    assert '<span class="replica">b:2</span>, <span class="replica">a:1</span>' in html
     assert html.count('<td class="outcome ok">success</td>') == 1
 
 

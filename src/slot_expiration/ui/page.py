@@ -92,7 +92,7 @@ class CycleRow:
     ended: str
     since: str
     count: int
-    instances: str
+    instances: tuple[str, ...]  # each replica once, newest first
     outcome: str
     ok: bool
     expired: int
@@ -240,7 +240,7 @@ def _row(group: list[CycleRecord]) -> CycleRow:
         ended=_iso(latest.ended_at),
         since=_iso(first.ended_at),
         count=count,
-        instances=", ".join(dict.fromkeys(c.instance for c in group)),
+        instances=tuple(dict.fromkeys(c.instance for c in group)),
         outcome=f"{outcome} {count}{TIMES} since {_hm(first.ended_at)}" if count > 1 else outcome,
         ok=latest.outcome is CycleOutcome.SUCCESS,
         expired=sum(c.expired_count for c in group),
