@@ -55,7 +55,7 @@ async def test_healthy_rows_behind_poison_drain_at_the_normal_rate_and_poison_wa
     if poison:
         record_fault(
             FaultFigures(
-                "1,500 poison rows at the head, 1,000 healthy behind (issue scale)",
+                "1,500 poison rows at the head, 1,000 healthy behind (the scale an operator met)",
                 "a trigger rejects the 1,500 oldest overdue rows (P0001); batch 500; "
                 "cycles every 300 s on an injected clock until t = 4,500 s",
                 audit.rows_at_risk,
