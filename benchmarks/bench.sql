@@ -292,18 +292,18 @@ SELECT current_setting('server_version');
 -- (inside a transaction the benchmark rolls back).
 EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING ON)
 
--- name: bench_activity_counters
--- What the server did by itself that can disturb a measurement: checkpoints
--- (timed or requested) and autovacuum or autoanalyze runs on the slot table.
-SELECT
-    (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter),
-    coalesce(
-        (
-            SELECT autovacuum_count + autoanalyze_count FROM pg_stat_user_tables
-            WHERE relid = to_regclass('availability_slots')
-        ),
-        0
-    );
+-- name: bench_checkpoints
+-- Checkpoints so far (timed or requested): what the server did by itself that can
+-- disturb a measurement, beside the benchmark's own.
+SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter;
+
+-- name: bench_autovacuum_runs
+-- Autovacuum and autoanalyze runs so far on each table of the benchmark's schema (the
+-- slot table, its partitions, the tables a section makes): a section that drops and
+-- makes tables must not read a smaller total as negative runs.
+SELECT relid::bigint AS relid, autovacuum_count + autoanalyze_count AS runs
+FROM pg_stat_user_tables
+WHERE schemaname = current_schema();
 
 -- name: bench_wal_position
 SELECT pg_current_wal_insert_lsn()::text;

@@ -46,7 +46,7 @@ class Conditions:
     load_before: float  # 1-minute load average (the run's own processes count too)
     load_after: float
     checkpoints: int  # during the section, besides the benchmark's own
-    autovacuum_runs: int  # autovacuum and autoanalyze runs on the slot table
+    autovacuum_runs: int  # autovacuum and autoanalyze runs on the benchmark's tables
     seconds: float
 
 

@@ -128,18 +128,18 @@ async def _measure(
     results, conditions = BenchResults(), {}
     for section in sections:
         load, started = os.getloadavg()[0], time.monotonic()
-        checkpoints, autovacuums = await ctx.store.activity_counters()
+        before = await ctx.store.activity_counters()
         ours = ctx.store.checkpoints_run
         measured = await _MEASURE[section](ctx)
         if isinstance(measured, list):
             measured = tuple(measured)
         results = replace(results, **{_RESULT_FIELD[section]: measured})
-        checkpoints_after, autovacuums_after = await ctx.store.activity_counters()
+        after = await ctx.store.activity_counters()
         conditions[section.value] = Conditions(
             load_before=load,
             load_after=os.getloadavg()[0],
-            checkpoints=checkpoints_after - checkpoints - (ctx.store.checkpoints_run - ours),
-            autovacuum_runs=autovacuums_after - autovacuums,
+            checkpoints=after.checkpoints - before.checkpoints - (ctx.store.checkpoints_run - ours),
+            autovacuum_runs=after.autovacuum_runs_since(before),
             seconds=time.monotonic() - started,
         )
         ctx.progress(f"{section.value}. done (load average {os.getloadavg()[0]:.2f})")

@@ -8,7 +8,7 @@ is autocommit, so one statement is one transaction and one round trip.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -75,6 +75,23 @@ class SlotTableSpec:
     stride: int
     as_of: datetime
     step: timedelta = timedelta(minutes=30)  # between a consultant's slots
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityCounters:
+    """What the server did by itself so far: checkpoints, and autovacuum and autoanalyze
+    runs per table (by relid)."""
+
+    checkpoints: int
+    autovacuum_runs: Mapping[int, int]
+
+    def autovacuum_runs_since(self, before: ActivityCounters) -> int:
+        """Runs since `before`: on the tables there both times, and all of a table's since
+        made. A table dropped meanwhile takes its runs with it (never a negative count)."""
+        return sum(
+            max(0, runs - before.autovacuum_runs.get(relid, 0))
+            for relid, runs in self.autovacuum_runs.items()
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,10 +347,11 @@ class BenchStore:
 
     # --- the server ---------------------------------------------------------------------
 
-    async def activity_counters(self) -> tuple[int, int]:
-        """(checkpoints so far, autovacuum and autoanalyze runs on the slot table so far)."""
-        row = (await self._fetch("bench_activity_counters"))[0]
-        return int(row[0]), int(row[1])
+    async def activity_counters(self) -> ActivityCounters:
+        """Checkpoints so far, and autovacuum and autoanalyze runs so far per table."""
+        checkpoints = int(await self._value("bench_checkpoints"))
+        runs = {int(relid): int(n) for relid, n in await self._fetch("bench_autovacuum_runs")}
+        return ActivityCounters(checkpoints, runs)
 
     async def wal_position(self) -> str:
         return str(await self._value("bench_wal_position"))
