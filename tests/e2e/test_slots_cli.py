@@ -38,6 +38,13 @@ async def slots(url: str, *args: str, env: dict[str, str] | None = None) -> Fini
     return await run_command("slots", *args, "--database-url", url, env=env)
 
 
+async def slots_publish(url: str, *args: str, env: dict[str, str] | None = None) -> Finished:
+    """`slots publish` for the test's tenant and consultant, with `args`."""
+    return await slots(
+        url, "publish", "--tenant", TENANT, "--consultant", CONSULTANT, *args, env=env
+    )
+
+
 async def published(url: str, *spans: str, consultant: str = CONSULTANT) -> list[dict[str, Any]]:
     """Arranged through the Python API (a command start costs a second); the slots as
     the commands print them."""
@@ -111,16 +118,7 @@ async def test_publish_reads_a_file_of_start_end_lines_and_prints_lines_without_
     listing = tmp_path / "slots.txt"
     listing.write_text(f"# Monday\n{span(1)}\n\n{span(2)}\n{span(3)}\n")
 
-    done = await slots(
-        db.url,
-        "publish",
-        "--tenant",
-        TENANT,
-        "--consultant",
-        CONSULTANT,
-        "--from-file",
-        str(listing),
-    )
+    done = await slots_publish(db.url, "--from-file", str(listing))
 
     assert done.returncode == 0, done.describe()
     lines = done.stdout.splitlines()
@@ -134,18 +132,7 @@ async def test_an_overlapping_publication_exits_3_naming_the_slot_in_the_way(
 ) -> None:
     (existing,) = await published(db.url, span(1, 60))
 
-    done = await slots(
-        db.url,
-        "publish",
-        "--tenant",
-        TENANT,
-        "--consultant",
-        CONSULTANT,
-        "--slot",
-        span(1.5),
-        "--slot",
-        span(5),
-    )
+    done = await slots_publish(db.url, "--slot", span(1.5), "--slot", span(5))
 
     line = assert_rejected(done, "CAL_SLOT_OVERLAP")
     assert existing["id"] in line
@@ -158,16 +145,7 @@ async def test_501_slots_from_a_file_exit_3_as_too_large_and_nothing_is_written(
     listing = tmp_path / "many.txt"
     listing.write_text("".join(f"{span(h)}\n" for h in range(501)))
 
-    done = await slots(
-        db.url,
-        "publish",
-        "--tenant",
-        TENANT,
-        "--consultant",
-        CONSULTANT,
-        "--from-file",
-        str(listing),
-    )
+    done = await slots_publish(db.url, "--from-file", str(listing))
 
     assert_rejected(done, "CAL_SLOT_BATCH_TOO_LARGE")
     assert await db.rows() == {}
@@ -201,44 +179,16 @@ async def test_an_empty_file_exits_3_as_an_empty_batch(db: SlotDatabase, tmp_pat
     listing = tmp_path / "none.txt"
     listing.write_text("# nothing this week\n")
 
-    done = await slots(
-        db.url,
-        "publish",
-        "--tenant",
-        TENANT,
-        "--consultant",
-        CONSULTANT,
-        "--from-file",
-        str(listing),
-    )
+    done = await slots_publish(db.url, "--from-file", str(listing))
 
     assert_rejected(done, "CAL_SLOT_BATCH_EMPTY")
 
 
 async def test_the_horizon_is_an_option_and_a_variable(db: SlotDatabase) -> None:
     far = span(24 * 10)
-    by_flag = await slots(
-        db.url,
-        "publish",
-        "--tenant",
-        TENANT,
-        "--consultant",
-        CONSULTANT,
-        "--slot",
-        far,
-        "--horizon-days",
-        "7",
-    )
-    by_variable = await slots(
-        db.url,
-        "publish",
-        "--tenant",
-        TENANT,
-        "--consultant",
-        CONSULTANT,
-        "--slot",
-        far,
-        env={"SLOT_EXPIRATION_HORIZON_DAYS": "7"},
+    by_flag = await slots_publish(db.url, "--slot", far, "--horizon-days", "7")
+    by_variable = await slots_publish(
+        db.url, "--slot", far, env={"SLOT_EXPIRATION_HORIZON_DAYS": "7"}
     )
 
     assert_rejected(by_flag, "CAL_SLOT_BEYOND_HORIZON")
@@ -509,18 +459,7 @@ async def test_both_slot_and_from_file_is_a_usage_error(db: SlotDatabase, tmp_pa
     listing = tmp_path / "one.txt"
     listing.write_text(f"{span(1)}\n")
 
-    done = await slots(
-        db.url,
-        "publish",
-        "--tenant",
-        TENANT,
-        "--consultant",
-        CONSULTANT,
-        "--slot",
-        span(2),
-        "--from-file",
-        str(listing),
-    )
+    done = await slots_publish(db.url, "--slot", span(2), "--from-file", str(listing))
 
     assert_usage_error(done, "--slot", "--from-file")
 
@@ -531,16 +470,7 @@ async def test_a_malformed_line_in_the_file_is_a_usage_error_naming_the_line(
     listing = tmp_path / "bad.txt"
     listing.write_text(f"{span(1)}\n{span(2)}\nnot a slot\n")
 
-    done = await slots(
-        db.url,
-        "publish",
-        "--tenant",
-        TENANT,
-        "--consultant",
-        CONSULTANT,
-        "--from-file",
-        str(listing),
-    )
+    done = await slots_publish(db.url, "--from-file", str(listing))
 
     assert_usage_error(done, "line 3")
     assert await db.rows() == {}

@@ -19,7 +19,7 @@ from tests.e2e.command import PASSWORD, Running, run_command, started
 from tests.support.database import SlotDatabase
 from tests.support.history import cycle_record, history_rows
 from tests.support.roles import password_role
-from tests.support.slots import make_slot
+from tests.support.slots import DUE_BACKLOG, make_slot
 
 pytestmark = pytest.mark.e2e
 
@@ -264,7 +264,7 @@ async def test_check_warns_of_a_backlog_above_5000_not_coming_down_and_of_an_hou
     now = datetime.now(UTC)
     poison = await _seed_backlog_and_a_poison_slot(db, now)
     await run_command("once", "--batch-size", "1", "--database-url", secret_url)
-    await db.conn.execute(BACKLOG, {"now": now, "count": 5_001})  # a wave, then stuck
+    await db.conn.execute(DUE_BACKLOG, {"now": now, "count": 5_001})  # a wave, then stuck
     for minutes_ago in (10, 5):  # two successes of one worker in a row, expiring none
         await record_cycle(
             Housekeeping(db.url, timedelta(days=14)),
@@ -303,7 +303,7 @@ async def test_check_is_quiet_on_a_backlog_above_5000_coming_down(
         Housekeeping(db.url, timedelta(days=14)),
         cycle_record(now - timedelta(minutes=35), instance="worker-a", backlog=7_000),
     )
-    await db.conn.execute(BACKLOG, {"now": now, "count": 5_003})
+    await db.conn.execute(DUE_BACKLOG, {"now": now, "count": 5_003})
     once = await run_command(
         "once", "--batch-size", "1", "--instance-id", "worker-a", "--database-url", secret_url
     )
@@ -318,17 +318,6 @@ async def test_check_is_quiet_on_a_backlog_above_5000_coming_down(
 # The poison slot's entry, failing since an hour ago: SlotExpirationItemErrors' `for: 1h`.
 QUARANTINED_AN_HOUR_AGO = """
 UPDATE slot_expiration_failures SET first_failed_at = now() - interval '1 hour'
-"""
-
-
-# 5,000 and more due slots in one statement (test-side SQL), one minute apart.
-BACKLOG = """
-INSERT INTO availability_slots
-SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
-       %(now)s - interval '1 day' - i * interval '1 minute',
-       %(now)s - interval '1 day' - i * interval '1 minute' + interval '30 minutes',
-       'Available', 1, %(now)s, %(now)s
-FROM generate_series(1, %(count)s) AS i
 """
 
 

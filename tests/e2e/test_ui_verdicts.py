@@ -26,7 +26,7 @@ from tests.e2e.test_ui import serving
 from tests.support.browser import chromium, full_page_png
 from tests.support.database import SlotDatabase
 from tests.support.history import cycle_record
-from tests.support.slots import make_slot
+from tests.support.slots import DUE_BACKLOG, make_slot
 from tests.support.tcp_proxy import FreezableProxy
 
 pytestmark = pytest.mark.e2e
@@ -38,15 +38,6 @@ GRANT = (
     "role slot_worker cannot run a cycle: no UPDATE (status) on availability_slots; as the "
     "owner of availability_slots, run `slot-expiration grant --role slot_worker`"
 )
-# Test-side SQL: `count` due slots that started a day ago and earlier, a minute apart.
-BACKLOG = """
-INSERT INTO availability_slots
-SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
-       %(now)s - interval '1 day' - i * interval '1 minute',
-       %(now)s - interval '1 day' - i * interval '1 minute' + interval '30 minutes',
-       'Available', 1, %(now)s, %(now)s
-FROM generate_series(1, %(count)s) AS i
-"""
 
 # The first error cell of the recent cycles, measured against the window (its table scrolls
 # sideways when too wide, which would leave the error off screen).
@@ -117,7 +108,7 @@ async def _healthy(db: SlotDatabase, now: datetime) -> None:
 async def _stuck(db: SlotDatabase, now: datetime) -> None:
     """A backlog that rose to 6000 and has stood there for the last hour and a half: the
     cycles succeed, expiring nothing (its rows are locked elsewhere)."""
-    await db.conn.execute(BACKLOG, {"now": now, "count": 6_000})
+    await db.conn.execute(DUE_BACKLOG, {"now": now, "count": 6_000})
     await _record(
         db, _cycles(now, 6, lambda step: 6_000 if step <= 18 else max(0, 9_000 - 100 * step))
     )

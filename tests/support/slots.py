@@ -9,6 +9,17 @@ from slot_expiration.domain import Slot, SlotStatus
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
+# Test-side SQL: `count` due slots in one statement, the newest a day before `now`, one
+# minute apart (a backlog of thousands without thousands of round trips).
+DUE_BACKLOG = """
+INSERT INTO availability_slots
+SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
+       %(now)s - interval '1 day' - i * interval '1 minute',
+       %(now)s - interval '1 day' - i * interval '1 minute' + interval '30 minutes',
+       'Available', 1, %(now)s, %(now)s
+FROM generate_series(1, %(count)s) AS i
+"""
+
 
 def make_slot(
     start_offset: timedelta,

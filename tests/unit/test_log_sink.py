@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import MutableMapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import MutableMapping
+from datetime import timedelta
 from typing import Any
 from uuid import uuid4
 
@@ -14,15 +14,12 @@ from structlog.testing import capture_logs
 
 from slot_expiration.cycle import (
     BatchCommitted,
-    BatchResult,
     BatchStarted,
     ClockSkewError,
     CycleEnded,
-    CycleResult,
     CycleStarted,
-    StopReason,
 )
-from slot_expiration.domain import CycleOutcome, SlotRef
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.loop import (
     Event,
     LoopStarted,
@@ -31,70 +28,12 @@ from slot_expiration.loop import (
     TickSkipped,
     fan_out,
 )
-from slot_expiration.quarantine import ItemFailure
 from slot_expiration.store import MisconfiguredStoreError, TransientStoreError
 from slot_expiration.telemetry import LogEvent, LogSink
-
-AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+from tests.support.results import AS_OF, batch, cycle_result, ended, failure
 
 LogEntry = MutableMapping[str, Any]
-
-
-def _slots(count: int) -> tuple[SlotRef, ...]:
-    return tuple(SlotRef(id=uuid4(), tenant_id=uuid4()) for _ in range(count))
-
-
-def _batch(expired: int = 0, failures: Sequence[ItemFailure] = ()) -> BatchResult:
-    return BatchResult(
-        number=1,
-        expired=_slots(expired),
-        failures=tuple(failures),
-        skipped_locked_count=0,
-        duration_ms=5.0,
-        exhausted=True,
-    )
-
-
-def _result(
-    expired: int = 0,
-    failed: int = 0,
-    skipped_locked: int = 0,
-    duration_ms: float = 12.3456,
-    batches: int = 1,
-    *,
-    outcome: CycleOutcome = CycleOutcome.SUCCESS,
-) -> CycleResult:
-    return CycleResult(
-        run_id=uuid4(),
-        as_of=AS_OF,
-        started_at=AS_OF,
-        outcome=outcome,
-        batches=batches,
-        expired_count=expired,
-        skipped_locked_count=skipped_locked,
-        failed_count=failed,
-        failed_sample=_slots(min(failed, 10)),
-        duration_ms=duration_ms,
-        stop_reason=StopReason.DRAINED if outcome is CycleOutcome.SUCCESS else None,
-    )
-
-
-def _failed(outcome: CycleOutcome, error: BaseException) -> CycleEnded:
-    return CycleEnded(_result(outcome=outcome), error)
-
-
-NEXT_ATTEMPT = datetime(2026, 12, 2, 12, 5, tzinfo=UTC)
-
-
-def _failure(sqlstate: str = "23514", attempts: int = 1) -> ItemFailure:
-    (slot,) = _slots(1)
-    return ItemFailure(
-        slot=slot,
-        sqlstate=sqlstate,
-        message="slot refuses to expire",
-        attempts=attempts,
-        next_attempt_at=NEXT_ATTEMPT,
-    )
+NEXT_ATTEMPT = AS_OF + timedelta(minutes=5)  # tests.support.results.failure's
 
 
 def _events(logs: list[LogEntry]) -> list[str]:
@@ -143,9 +82,9 @@ def test_every_event_logs_its_stable_event_name() -> None:
             LoopStarted(interval_seconds=300.0, batch_size=500),
             CycleStarted(uuid4(), AS_OF),
             BatchStarted(uuid4(), 1),
-            BatchCommitted(uuid4(), _batch(expired=2, failures=[_failure()])),
-            CycleEnded(_result(expired=2, failed=1)),
-            _failed(CycleOutcome.FAILED, RuntimeError("connection lost")),
+            BatchCommitted(uuid4(), batch(expired=2, failures=[failure()])),
+            CycleEnded(cycle_result(expired=2, failed=1)),
+            ended(CycleOutcome.FAILED, RuntimeError("connection lost")),
             TickSkipped(1),
             LoopStopping(cycle_in_flight=False),
             LoopStopped(),
@@ -176,7 +115,7 @@ def test_cycle_started_carries_the_run_id_and_as_of() -> None:
 
 
 def test_cycle_completed_carries_expired_skipped_locked_and_duration_ms() -> None:
-    result = _result(expired=3, skipped_locked=4, duration_ms=12.3456, batches=2)
+    result = cycle_result(expired=3, skipped_locked=4, duration_ms=12.3456, batches=2)
     with capture_logs() as logs:
         _log(CycleEnded(result))
 
@@ -194,37 +133,41 @@ def test_cycle_completed_carries_expired_skipped_locked_and_duration_ms() -> Non
 def test_batch_selected_counts_the_expired_and_the_failed_rows() -> None:
     run_id = uuid4()
     with capture_logs() as logs:
-        _log(BatchCommitted(run_id, _batch(expired=5, failures=[_failure(), _failure()])))
+        _log(BatchCommitted(run_id, batch(expired=5, failures=[failure(), failure()])))
 
     entry = _only(logs, "batch.selected")
     assert (entry["count"], entry["batch"], entry["run_id"]) == (7, 1, str(run_id))
 
 
 def test_a_batch_of_500_expired_slots_logs_one_batch_selected_and_no_per_slot_event() -> None:
-    batch = _batch(expired=500)
+    committed = batch(expired=500)
     with capture_logs() as logs:
-        _log(BatchStarted(uuid4(), 1), BatchCommitted(uuid4(), batch))
+        _log(BatchStarted(uuid4(), 1), BatchCommitted(uuid4(), committed))
 
     assert _events(logs) == ["batch.selected"]
-    assert all(str(slot.id) not in repr(logs) for slot in batch.expired)
+    assert all(str(slot.id) not in repr(logs) for slot in committed.expired)
 
 
 def test_each_failed_item_is_logged_once_at_error_with_its_slot_id_and_sqlstate() -> None:
-    failures = [_failure("23514"), _failure("P0001", attempts=3), _failure("22012")]
+    failures = [
+        failure(sqlstate="23514"),
+        failure(sqlstate="P0001", attempts=3),
+        failure(sqlstate="22012"),
+    ]
     run_id = uuid4()
     with capture_logs() as logs:
-        _log(BatchCommitted(run_id, _batch(expired=10, failures=failures)))
+        _log(BatchCommitted(run_id, batch(expired=10, failures=failures)))
 
     items = [entry for entry in logs if entry["event"] == "item.failed"]
     assert len(items) == len(failures)
-    for entry, failure in zip(items, failures, strict=True):
+    for entry, item in zip(items, failures, strict=True):
         assert entry["log_level"] == "error"
-        assert entry["slot_id"] == str(failure.slot.id)
-        assert entry["tenant_id"] == str(failure.slot.tenant_id)
-        assert entry["sqlstate"] == failure.sqlstate
+        assert entry["slot_id"] == str(item.slot.id)
+        assert entry["tenant_id"] == str(item.slot.tenant_id)
+        assert entry["sqlstate"] == item.sqlstate
         assert entry["exception"] == "slot refuses to expire"
         assert entry["run_id"] == str(run_id)
-        assert entry["attempts"] == failure.attempts
+        assert entry["attempts"] == item.attempts
         assert entry["next_attempt_at"] == NEXT_ATTEMPT.isoformat()
 
 
@@ -245,21 +188,21 @@ def test_each_failed_item_is_logged_once_at_error_with_its_slot_id_and_sqlstate(
 def test_cycle_failed_names_the_outcome_as_its_reason_with_the_sqlstate_and_error(
     outcome: CycleOutcome, error: BaseException, sqlstate: str | None
 ) -> None:
-    ended = _failed(outcome, error)
+    event = ended(outcome, error)
     with capture_logs() as logs:
-        _log(ended)
+        _log(event)
 
     entry = _only(logs, "cycle.failed")
     assert entry["log_level"] == "error"
     assert (entry["reason"], entry["sqlstate"]) == (outcome.value, sqlstate)
-    assert entry["run_id"] == str(ended.run_id)
+    assert entry["run_id"] == str(event.run_id)
     assert entry["error_type"] == type(error).__name__
     assert entry["exception"] == (str(error) or type(error).__name__)
 
 
 def test_cycle_failed_with_an_empty_message_logs_the_error_type_instead() -> None:
     with capture_logs() as logs:
-        _log(_failed(CycleOutcome.BUDGET_EXCEEDED, TimeoutError()))
+        _log(ended(CycleOutcome.BUDGET_EXCEEDED, TimeoutError()))
 
     assert _only(logs, "cycle.failed")["exception"] == "TimeoutError"
 
@@ -268,7 +211,7 @@ def test_cycle_failed_with_an_empty_message_logs_the_error_type_instead() -> Non
 def test_every_outcome_is_logged_at_its_own_log_level(outcome: CycleOutcome) -> None:
     error = None if outcome is CycleOutcome.SUCCESS else RuntimeError("why")
     with capture_logs() as logs:
-        _log(CycleEnded(_result(outcome=outcome), error))
+        _log(CycleEnded(cycle_result(outcome=outcome), error))
 
     (entry,) = logs
     assert entry["log_level"] == logging.getLevelName(outcome.log_level).lower()
@@ -307,7 +250,7 @@ def test_fan_out_passes_each_event_to_every_sink_in_order() -> None:
         LoopStarted(300.0, 500),
         CycleStarted(uuid4(), AS_OF),
         BatchStarted(uuid4(), 1),
-        CycleEnded(_result(expired=1)),
+        CycleEnded(cycle_result(expired=1)),
         TickSkipped(2),
         LoopStopped(),
     ]
