@@ -8,6 +8,7 @@ from uuid import uuid4
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, settings
 from psycopg import sql
 
 from slot_expiration.embedded import EmbeddedPostgres
@@ -18,6 +19,12 @@ from tests.support.database import SlotDatabase
 from tests.support.roles import PasswordRole, password_role
 
 TEMPLATE = "slot_template"
+
+# Hypothesis judges behaviour here, never speed: its timing checks (a deadline per example,
+# "input generation is slow") only measure how busy the machine is, a shared 2-core CI
+# runner included, and would fail a correct test on a loaded one.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 def pytest_configure(config: pytest.Config) -> None:
