@@ -137,7 +137,9 @@ class BenchStore:
         loop that commits as the worker does."""
         # No server-side prepared statements, like the worker's sessions by default:
         # the floor does not move with psycopg's own choice of when to prepare.
-        settings = SessionSettings(ApplicationName.BENCH, autocommit=True)
+        settings = SessionSettings(
+            ApplicationName.BENCH, autocommit=True, standalone_statements=True
+        )
         if synchronous_commit is not None:
             database_url = with_server_option(
                 database_url, f"-c synchronous_commit={synchronous_commit}"

@@ -178,7 +178,8 @@ async def test_a_dry_run_transaction_rolls_back_what_it_did_and_says_it_did_not_
     async with CycleStore.connect(db.url, limits, prepare=prepare) as store:
         async with store.session.transaction(dry_run=True) as outcome:
             assert await store.expire_slot(slots[0].id, AS_OF)
-        left = await store.count_backlog(AS_OF)
+        async with store.transaction():
+            left = await store.count_backlog(AS_OF)
 
     assert outcome.committed is False
     assert left == 3

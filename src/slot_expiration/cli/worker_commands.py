@@ -89,7 +89,16 @@ def _migrate(url: str, settings: MigrateOptions) -> MigrationOutcome:
     def waiting() -> None:
         click.echo("another migrate is running on this database: waiting for it to finish")
 
-    return migrations.upgrade(url, lock_timeout_ms=settings.lock_timeout_ms, on_wait=waiting)
+    def locked() -> None:
+        click.echo(
+            f"a lock a step needs is held by another transaction: trying again, each try "
+            f"waiting at most {migrations.LOCK_TRY_MS} ms (no calendar write queues behind "
+            f"migrate longer), for {settings.lock_timeout_seconds:g} s in all"
+        )
+
+    return migrations.upgrade(
+        url, lock_timeout_ms=settings.lock_timeout_ms, on_wait=waiting, on_lock_wait=locked
+    )
 
 
 def _migration_sql(settings: MigrationSqlOptions, adopt: bool, from_revision: str | None) -> str:

@@ -112,6 +112,7 @@ class ExpiryCycle:
         """Compare the clocks and check the role's grants; end the quarantine entries of
         slots that left Available another way."""
         async with store.transaction():
+            await store.verify_slot_table()
             before = self._clock()
             preflight = await store.preflight()
             after = self._clock()
@@ -292,6 +293,13 @@ def misconfigured(preflight: Preflight) -> MisconfiguredStoreError:
         fixes.append(
             f"a permissive policy that shows it every row (CREATE POLICY ... ON {SLOT_TABLE} "
             f"TO {preflight.role} USING (true)), or ALTER ROLE {preflight.role} BYPASSRLS "
+            "(a superuser can)"
+        )
+    if preflight.has(Problem.RESTRICTIVE_POLICY):
+        fixes.append(
+            "a restrictive policy narrows every role it applies to, whatever the permissive "
+            f"ones show: apply it to the calendar's roles but not {preflight.role} (ALTER "
+            f"POLICY ... ON {SLOT_TABLE} TO ...), or ALTER ROLE {preflight.role} BYPASSRLS "
             "(a superuser can)"
         )
     return MisconfiguredStoreError(

@@ -77,7 +77,7 @@ async def run_demo(options: WorkerOptions, plan: DemoPlan, out: TextIO) -> None:
     now = utc_now()
     slots = demo_slots(now, plan.mix, plan.seed if plan.seed is not None else _fresh_seed())
     published = await publish_demo_slots(url, slots, publishing_clock(now), out)
-    async with store_factory(options)() as store:
+    async with store_factory(options)() as store, store.transaction():
         before = await store.count_by_status()
         backlog = await store.count_backlog(now)
     print(f"seeded {len(slots)} slots; {backlog} are Available with a past start", file=out)
@@ -87,7 +87,7 @@ async def run_demo(options: WorkerOptions, plan: DemoPlan, out: TextIO) -> None:
         print(f"worker: metrics on {url}/metrics (also /healthz, /readyz)", file=out, flush=True)
 
     await run_worker(options, [Progress(out, backlog, plan, stop)], stop, serving)
-    async with store_factory(options)() as store:
+    async with store_factory(options)() as store, store.transaction():
         after = await store.count_by_status()
     print_counts(before, after, out)
     await show_a_booking_after_expiry(url, published, out)

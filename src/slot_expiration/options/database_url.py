@@ -95,6 +95,21 @@ def with_search_path(url: str, schema: str) -> str:
     return url_from_parts(parts, scheme=_scheme(url))
 
 
+def search_path_of(url: str) -> str | None:
+    """The search_path that the `options` a connection to `url` sends set (the URL's, else
+    PGOPTIONS'), as the server would read it; None when they set none.
+
+    A pooler may drop `options` (pgbouncer's ignore_startup_parameters): each session
+    sets this search_path again in every transaction (store.session), so what the URL
+    asks for holds on whichever server session runs the transaction.
+    """
+    try:
+        options = url_parts(url).get("options", _default_options())
+    except DatabaseUrlError:
+        return None
+    return _option_value(options, "search_path")
+
+
 def url_from_parts(
     parts: Mapping[str, str], *, scheme: str = URL_PREFIXES[0], hide_password: bool = False
 ) -> str:
@@ -154,6 +169,46 @@ def _default_options() -> str:
 def _quoted_identifier(name: str) -> str:
     """A schema name as search_path reads it: double-quoted, its quotes doubled."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def _option_value(options: str, name: str) -> str | None:
+    """The value `options` give the server setting `name` (the last one: the server applies
+    them in order), read as PostgreSQL reads them: arguments split at unescaped
+    whitespace, then `-c name=value`, `-cname=value` or `--name=value`, where a dash in
+    the name reads as an underscore and case does not matter."""
+    arguments = _options_split(options)
+    found = None
+    for index, argument in enumerate(arguments):
+        if argument == "-c":
+            setting = arguments[index + 1] if index + 1 < len(arguments) else ""
+        elif argument.startswith(("--", "-c")):
+            setting = argument[2:]
+        else:
+            continue
+        key, equals, value = setting.partition("=")
+        if equals and key.replace("-", "_").lower() == name:
+            found = value
+    return found
+
+
+def _options_split(options: str) -> list[str]:
+    """libpq's `options` as the server splits them (pg_split_opts): at whitespace, a
+    backslash taking the next character as it is."""
+    arguments: list[str] = []
+    current: list[str] = []
+    started = escaped = False
+    for character in options:
+        if escaped or not (character == "\\" or character.isspace()):
+            current.append(character)
+            started, escaped = True, False
+        elif character == "\\":
+            started = escaped = True
+        elif started:
+            arguments.append("".join(current))
+            current, started = [], False
+    if started:
+        arguments.append("".join(current))
+    return arguments
 
 
 def _options_escaped(value: str) -> str:

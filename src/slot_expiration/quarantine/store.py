@@ -19,6 +19,7 @@ from uuid import UUID
 from slot_expiration.domain.text import MAX_MESSAGE_CHARS, excerpt
 from slot_expiration.store.errors import NotQuarantinedError
 from slot_expiration.store.history_store import PURGE_BATCH
+from slot_expiration.store.schema_location import verify_slot_table
 from slot_expiration.store.session import (
     ApplicationName,
     Session,
@@ -148,6 +149,7 @@ class QuarantineStore:
         transaction: all of a command, or nothing of it."""
         settings = SessionSettings(ApplicationName.ADMIN, limits=limits)
         async with Session.open(database_url, settings) as session, session.transaction():
+            await verify_slot_table(session)
             yield cls(session)
 
     async def record(self, entries: Sequence[QuarantineEntry], now: datetime) -> None:

@@ -16,6 +16,7 @@ from typing import Self
 from uuid import UUID
 
 from slot_expiration.domain import Slot, SlotRef, SlotStatus
+from slot_expiration.store.schema_location import verify_slot_table
 from slot_expiration.store.schema_version import read_schema_revision
 from slot_expiration.store.session import (
     ApplicationName,
@@ -80,7 +81,8 @@ class Problem(StrEnum):
     SCHEMA = "schema"  # a table or column of the worker's own is missing or altered: migrate
     CALENDAR = "calendar"  # a column of the calendar's table is missing: its owner restores it
     GRANT = "grant"  # a privilege: `slot-expiration grant`
-    ROW_SECURITY = "row_security"  # a policy hides rows: a permissive one, or BYPASSRLS
+    ROW_SECURITY = "row_security"  # no policy shows every row: a permissive one, or BYPASSRLS
+    RESTRICTIVE_POLICY = "restrictive_policy"  # one hides rows: exempt the role, or BYPASSRLS
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +168,10 @@ class CycleStore:
 
     async def preflight(self) -> Preflight:
         return await self.session.record("cycle_preflight", Preflight)
+
+    async def verify_slot_table(self) -> None:
+        """Refuse another availability_slots than the one meant (schema_location)."""
+        await verify_slot_table(self.session)
 
     async def schema_revision(self) -> str | None:
         """The migration the schema is at (the role reads the history table: a

@@ -68,6 +68,7 @@ INSUFFICIENT_PRIVILEGE: Final = "42501"
 UNDEFINED_TABLE: Final = "42P01"
 UNDEFINED_COLUMN: Final = "42703"
 UNABLE_TO_CONNECT: Final = "08001"
+LOCK_NOT_AVAILABLE: Final = "55P03"
 
 # libpq reports no SQLSTATE when the server refuses a login: its FATAL message
 # is all there is. These are the messages PostgreSQL sends (lc_messages C/en)
@@ -182,16 +183,29 @@ class SlotTableElsewhereError(MisconfiguredStoreError):
     ) -> None:
         where = f"schema {schemas[0]}" if len(schemas) == 1 else f"schemas {', '.join(schemas)}"
         name = schemas[0] if len(schemas) == 1 else "SCHEMA"
-        identifier = name if len(schemas) == 1 and _plain_identifier(name) else f'"{name}"'
         super().__init__(
             f"availability_slots is not on the search_path ({search_path}) but in {where}: "
-            f"point every command at it with --schema {name} (SLOT_EXPIRATION_SCHEMA), or the "
-            f"URL's options=-csearch_path%3D{quote(identifier, safe='')}, or ALTER ROLE "
-            f"{role} SET search_path = {identifier}"
+            + ways_to_point_at(name, role, quoted=len(schemas) > 1)
             + ("; nothing changed" if changed is False else ""),
             UNDEFINED_TABLE,
         )
         self.schemas = tuple(schemas)
+
+
+class WrongSlotTableError(MisconfiguredStoreError):
+    """The search_path finds an availability_slots other than the one the worker adopted
+    (or than the one --schema names): every statement would act on that other table.
+    Refused before any statement touched it."""
+
+
+def ways_to_point_at(schema: str, role: str, *, quoted: bool = False) -> str:
+    """How to point every command at `schema`: the option, the URL, or the role."""
+    identifier = schema if not quoted and _plain_identifier(schema) else f'"{schema}"'
+    return (
+        f"point every command at it with --schema {schema} (SLOT_EXPIRATION_SCHEMA), or the "
+        f"URL's options=-csearch_path%3D{quote(identifier, safe='')}, or ALTER ROLE "
+        f"{role} SET search_path = {identifier}"
+    )
 
 
 def _plain_identifier(name: str) -> bool:

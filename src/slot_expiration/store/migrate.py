@@ -1,9 +1,12 @@
 """Applies the Alembic migrations shipped inside the package: one migrate at a time,
 adopting the calendar's availability_slots where it exists, never on a schema ahead.
 
-Before Alembic starts, `upgrade` takes the migration lock in a session of its own
-(several migrate Jobs may start at once: one migrates, the others wait, then
-find the schema at head), then reads where the database stands:
+Before Alembic starts, `upgrade` makes sure it has a server session of its own (it
+refuses a pooler in transaction mode, which would scatter its lock and settings over
+pooled sessions), takes the migration lock there (several migrate Jobs may start at
+once: one migrates, the others wait, then find the schema at head), checks that the
+availability_slots its search_path finds is the one meant (schema_location), then reads
+where the database stands:
 
 - a revision ahead of this release (a newer release migrated first): nothing to
   do, and said so; migrations only add, so this release runs on it;
@@ -15,6 +18,13 @@ find the schema at head), then reads where the database stands:
 - a schema migrated before: what the worker owns and is missing at its revision is
   created again first (a repair: _repair), then the newer migrations run.
 
+Every statement waits for a lock one short try at most (LOCK_TRY_MS): a step that
+needs a lock the calendar's writes hold gives up at once rather than queue them behind
+it, and the whole step is tried again after a growing pause, until the lock timeout
+(--lock-timeout-seconds) has passed in all. Each migration is a transaction of its own
+and creates only what is missing, so a step that gives up leaves the schema at the last
+migration that finished, and the next migrate resumes there.
+
 `upgrade_sql` prints the SQL instead of running it (Alembic's offline mode), for
 a DBA to review; it cannot look at the database (see migration_context).
 """
@@ -22,11 +32,13 @@ a DBA to review; it cannot look at the database (see migration_context).
 from __future__ import annotations
 
 import io
+import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
+from uuid import uuid4
 
 import alembic.util
 import psycopg
@@ -41,16 +53,21 @@ from psycopg.rows import dict_row
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.pool import NullPool
 
+from slot_expiration.options.database_url import search_path_of
 from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
 from slot_expiration.store import migration_context
 from slot_expiration.store.errors import (
+    LOCK_NOT_AVAILABLE,
     ContractMismatchError,
     MigrationError,
+    MisconfiguredStoreError,
     SlotTableElsewhereError,
     StoreError,
+    TransientStoreError,
     first_line,
     translate,
 )
+from slot_expiration.store.schema_location import SlotTableIdentity
 from slot_expiration.store.schema_version import (
     VERSION_TABLE,
     SchemaPosition,
@@ -67,8 +84,14 @@ DEFAULT_LOCK_TIMEOUT_MS: Final = milliseconds(DEFAULT_LOCK_TIMEOUT_SECONDS)
 # How often a migrate waiting for another tries the lock again (see migrate.sql,
 # migrate_try_lock, for why it polls instead of blocking).
 LOCK_POLL_SECONDS: Final = 0.25
+# How long one statement of a migration waits for a lock: the longest a calendar write
+# queues behind migrate. A step that gives up is tried again, after a pause that doubles
+# from this up to LOCK_PAUSE_MAX_SECONDS (each with jitter), until the lock timeout.
+LOCK_TRY_MS: Final = 100
+LOCK_PAUSE_MAX_SECONDS: Final = 2.0
 
 OnWait = Callable[[], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,17 +150,16 @@ def engine_for(database_url: str, lock_timeout_ms: int | None = None) -> Engine:
 
     SQLAlchemy's own URL parser knows fewer forms than libpq (multi-host lists,
     an empty port with ?port=); letting psycopg connect accepts every URL the
-    worker itself accepts. With `lock_timeout_ms`, each session waits no longer
-    for a lock (migrations lift it only to build indexes CONCURRENTLY).
+    worker itself accepts. Each session has the settings migrate relies on
+    (_settle); with `lock_timeout_ms`, it waits no longer for a lock (migrations lift
+    it only to build indexes CONCURRENTLY).
     """
 
     def connect() -> psycopg.Connection[Any]:
         connection = connect_sync(database_url, ApplicationName.MIGRATE)
-        if lock_timeout_ms is not None:
-            params = {"lock_timeout": str(lock_timeout_ms)}
-            with _translated():
-                connection.execute(query("migrate_lock_timeout"), params)
-                connection.commit()
+        with _translated():
+            _settle(connection, database_url, lock_timeout_ms)
+            connection.commit()
         return connection
 
     # Raised from the creator, our error reaches the caller unwrapped by SQLAlchemy.
@@ -159,41 +181,150 @@ def upgrade(
     *,
     lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS,
     on_wait: OnWait | None = None,
+    on_lock_wait: OnWait | None = None,
     sandbox: bool = False,
 ) -> MigrationOutcome:
     """Bring the schema to the newest revision; a no-op when it is there or ahead.
 
-    `on_wait` is told once when another migrate holds the lock and this one waits.
+    `on_wait` is told once when another migrate holds the lock and this one waits;
+    `on_lock_wait` once when a step gave up on a lock the calendar's transactions hold
+    and is tried again (see the module's docstring), for `lock_timeout_ms` in all.
     `sandbox`: the search_path's first schema is a scratch calendar of its own (the
     benchmark's), whose availability_slots is created there even though another
     schema holds the calendar's; `migrate` itself never passes it.
     """
     head = _head()
+    patience = _Patience(lock_timeout_ms, on_lock_wait)
     with _translated(), migration_lock(database_url, on_wait) as (session, waited):
-        start = _starting_point(session)
-        if not sandbox:
-            _require_slot_table_on_the_search_path(session, start)
-        position = position_of(start.revision, head)
-        if position is SchemaPosition.AHEAD:
-            return MigrationOutcome(start.revision, start.revision, ahead=True, waited=waited)
-        if position is SchemaPosition.UNKNOWN:
-            raise MigrationError(f"{unknown_revision(str(start.revision))}: nothing changed")
-        if start.adopting:
-            _require_adoptable(session)
-        config = _config(database_url, lock_timeout_ms)
-        repaired: tuple[str, ...] = ()
-        if start.revision is not None:
-            repaired = _repair(session, config, start.revision, lock_timeout_ms, position)
-        if position is not SchemaPosition.CURRENT:
-            command.upgrade(config, "head")
+        outcome = patience.retry(
+            lambda: _upgrade(session, database_url, head, sandbox=sandbox),
+            lambda: _revision_now(session),
+        )
+        return _with(outcome, waited=waited)
+
+
+def _upgrade(
+    session: psycopg.Connection[Any], database_url: str, head: str, *, sandbox: bool
+) -> MigrationOutcome:
+    """One try of `upgrade`, on the migration lock's session."""
+    identity = _slot_table_identity(session)
+    refusal = identity.refusal(requested=_requested(database_url), adopting=True)
+    if refusal is not None and not sandbox:
+        raise refusal
+    start = _starting_point(session)
+    if not sandbox:
+        _require_slot_table_on_the_search_path(session, start)
+    position = position_of(start.revision, head)
+    if position is SchemaPosition.AHEAD:
+        return MigrationOutcome(start.revision, start.revision, ahead=True)
+    if position is SchemaPosition.UNKNOWN:
+        raise MigrationError(f"{unknown_revision(str(start.revision))}: nothing changed")
+    if start.adopting:
+        _require_adoptable(session)
+    config = _config(database_url, LOCK_TRY_MS)
+    repaired: tuple[str, ...] = ()
+    if start.revision is not None:
+        repaired = _repair(session, config, start.revision, LOCK_TRY_MS, position)
+    if position is not SchemaPosition.CURRENT:
+        command.upgrade(config, "head")
+    moved = _record_slot_table(session, identity)
     return MigrationOutcome(
         before=start.revision,
         after=head,
         adopted=start.adopting,
-        waited=waited,
-        notes=(*repaired, *config.attributes.get(migration_context.NOTES, ())),
+        notes=(*repaired, *config.attributes.get(migration_context.NOTES, ()), *moved),
         repaired=bool(repaired),
     )
+
+
+def _with(outcome: MigrationOutcome, *, waited: bool) -> MigrationOutcome:
+    return MigrationOutcome(
+        before=outcome.before,
+        after=outcome.after,
+        adopted=outcome.adopted,
+        ahead=outcome.ahead,
+        waited=waited,
+        notes=outcome.notes,
+        repaired=outcome.repaired,
+    )
+
+
+class _Patience:
+    """Tries a step again while it gives up on a lock (55P03), after a pause that grows,
+    until `lock_timeout_ms` has passed; then says where the schema was left."""
+
+    def __init__(self, lock_timeout_ms: int, on_lock_wait: OnWait | None) -> None:
+        self._limit_seconds = lock_timeout_ms / 1000
+        self._on_lock_wait = on_lock_wait
+
+    def retry(self, step: Callable[[], T], revision_now: Callable[[], str | None]) -> T:
+        deadline = time.monotonic() + self._limit_seconds
+        pause = LOCK_TRY_MS / 1000
+        told = False
+        while True:
+            try:
+                with _translated():
+                    return step()
+            except TransientStoreError as exc:
+                if exc.sqlstate != LOCK_NOT_AVAILABLE:
+                    raise
+                waited = pause * random.uniform(0.5, 1.5)  # noqa: S311 - jitter, not a secret
+                if time.monotonic() + waited > deadline:
+                    raise LockWaitError(self._limit_seconds, revision_now(), exc) from exc
+                if not told and self._on_lock_wait is not None:
+                    self._on_lock_wait()
+                told = True
+                time.sleep(waited)
+                pause = min(pause * 2, LOCK_PAUSE_MAX_SECONDS)
+
+
+class LockWaitError(MigrationError):
+    """A step of migrate found its lock held for longer than the lock timeout: it gave up,
+    the calendar's writes having waited at most one try behind it each time."""
+
+    def __init__(self, limit_seconds: float, revision: str | None, cause: StoreError) -> None:
+        where = f"at {revision}" if revision else "not yet migrated"
+        super().__init__(
+            f"gave up after {limit_seconds:g} s of tries of {LOCK_TRY_MS} ms each: another "
+            f"transaction holds a lock a step needs ({cause}); the calendar's writes never "
+            f"queued behind migrate for more than {LOCK_TRY_MS} ms; the schema is {where}, "
+            "and migrate resumes from there: run it again once that transaction ended, or "
+            "with a longer --lock-timeout-seconds",
+            LOCK_NOT_AVAILABLE,
+        )
+
+
+def _revision_now(session: psycopg.Connection[Any]) -> str | None:
+    try:
+        return _starting_point(session).revision
+    except psycopg.Error:
+        return None
+
+
+def _requested(database_url: str) -> bool:
+    """Whether the URL's options name the search_path (--schema): then that is the meant."""
+    return search_path_of(database_url) is not None
+
+
+def _slot_table_identity(session: psycopg.Connection[Any]) -> SlotTableIdentity:
+    (found,) = _rows(session, "slot_table_identity")
+    identity = SlotTableIdentity(**found)
+    if not identity.records_schema:
+        return identity
+    recorded = [row["slot_table_schema"] for row in _rows(session, "slot_table_recorded")]
+    return SlotTableIdentity(**{**found, "recorded_in": recorded[0] if recorded else None})
+
+
+def _record_slot_table(
+    session: psycopg.Connection[Any], before: SlotTableIdentity
+) -> tuple[str, ...]:
+    """Record which availability_slots the worker adopted (after migration 0008); a note
+    when it moved (--schema naming the calendar's new schema)."""
+    changed = _rows(session, "record_slot_table_schema")
+    if not changed or before.recorded_in is None:
+        return ()
+    now = changed[0]["slot_table_schema"]
+    return (f"recorded availability_slots in schema {now}, no longer {before.recorded_in}",)
 
 
 def _repair(
@@ -325,13 +456,52 @@ def migration_lock(
 ) -> Iterator[tuple[psycopg.Connection[Any], bool]]:
     """Hold the migration lock for the block, in a session of its own (autocommit: it
     holds no snapshot and no table lock that a concurrent index build would wait
-    for). Yields the session and whether another migrate held the lock first.
-    Closing the session releases the lock, as does the death of the process."""
+    for), with the settings migrate relies on. Yields the session and whether another
+    migrate held the lock first. Closing the session releases the lock, as does the
+    death of the process. Refused, before anything is set or locked, when the URL
+    reaches the database through a pooler in transaction mode."""
     session = connect_sync(database_url, ApplicationName.MIGRATE, autocommit=True)
     try:
+        _require_own_session(session, database_url)
+        _settle(session, database_url, LOCK_TRY_MS)
         yield session, _acquire(session, on_wait)
     finally:
         session.close()
+
+
+def _require_own_session(session: psycopg.Connection[Any], database_url: str) -> None:
+    """Refuse a pooler in transaction mode (see migrate.sql, migrate_mark_session): the
+    migration lock and the session's settings would land on pooled server sessions
+    (and stay there, for other clients), each transaction on any of them."""
+    token = uuid4().hex
+    session.execute(query("migrate_mark_session"), {"token": token})
+    kept = _value(session, "migrate_session_mark") == token
+    with connect_sync(database_url, ApplicationName.MIGRATE, autocommit=True) as other:
+        shared = _value(other, "migrate_session_mark") == token
+        if shared:
+            other.execute(query("migrate_unmark_session"))
+    if kept and not shared:
+        session.execute(query("migrate_unmark_session"))
+        return
+    raise MisconfiguredStoreError(
+        "migrate needs a server session of its own for its whole run (it holds a lock and "
+        "settings across transactions), but this URL reaches the database through a "
+        "pooler in transaction mode: two of its transactions ran on different server "
+        "sessions; run migrate on a URL that reaches PostgreSQL directly, or through a "
+        "pool in session mode (once, run and status work through this one); nothing changed"
+    )
+
+
+def _settle(
+    connection: psycopg.Connection[Any], database_url: str, lock_timeout_ms: int | None
+) -> None:
+    """The settings every migrate session relies on (migrate.sql, migrate_session_settings),
+    for the session: the URL's search_path even where a pooler dropped its options."""
+    params = {
+        "search_path": search_path_of(database_url),
+        "lock_timeout": None if lock_timeout_ms is None else str(lock_timeout_ms),
+    }
+    connection.execute(query("migrate_session_settings"), params)
 
 
 def _acquire(session: psycopg.Connection[Any], on_wait: OnWait | None) -> bool:

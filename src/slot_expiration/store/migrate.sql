@@ -19,9 +19,38 @@ SELECT to_regclass('availability_slots') IS NOT NULL AS slot_table_exists,
        to_regclass('slot_expiration_alembic_version') IS NOT NULL AS history_exists;
 
 -- name: migrate_lock_timeout
--- The migration session's lock_timeout (the worker's): a statement that
--- would queue the calendar's writes behind its lock gives up instead.
+-- The migration session's lock_timeout (one try: store/migrate.py, LOCK_TRY_MS):
+-- a statement that would queue the calendar's writes behind its lock gives up
+-- instead, and migrate tries again a little later.
 SELECT set_config('lock_timeout', %(lock_timeout)s, false);
+
+-- name: migrate_session_settings
+-- What every migrate session relies on, for the whole session (migrate refuses
+-- a pooler in transaction mode: migrate_mark_session): the time zone and
+-- styles, the search_path the URL's options ask for (--schema; NULL keeps the
+-- session's own: a pooler may have dropped the options) and one try's
+-- lock_timeout (NULL: the session's own).
+SELECT set_config('TimeZone', 'UTC', false),
+       set_config('DateStyle', 'ISO, MDY', false),
+       set_config('IntervalStyle', 'postgres', false),
+       set_config('search_path', coalesce(%(search_path)s, current_setting('search_path')), false),
+       set_config('lock_timeout', coalesce(%(lock_timeout)s, current_setting('lock_timeout')),
+                  false);
+
+-- name: migrate_mark_session
+-- migrate holds a lock and settings across its transactions, which needs a
+-- server session of its own: this marks the session it has (a setting of the
+-- session, with a token of this run) ...
+SELECT set_config('slot_expiration.migrate_session', %(token)s, false);
+
+-- name: migrate_session_mark
+-- ... which a later transaction of the same session reads back, and a new
+-- connection does not: a pooler in transaction mode hands either of them
+-- another client's server session (the token missing, or seen by another).
+SELECT current_setting('slot_expiration.migrate_session', true);
+
+-- name: migrate_unmark_session
+SELECT set_config('slot_expiration.migrate_session', '', false);
 
 -- fragment: adoption_privilege_rows
 -- What migrate needs to add the worker's objects beside the calendar's
@@ -202,3 +231,19 @@ ORDER BY t.relid::regclass::text;
 -- goes before the migrations create it again ({table}: an identifier psycopg.sql
 -- quotes, one of the worker's tables).
 DROP TABLE {table};
+
+-- name: record_slot_table_schema
+-- Which availability_slots migrate adopted (or created): the schema the
+-- search_path finds it in now (migration 0008; and every migrate after it,
+-- which changes it only when --schema names the calendar's new schema: see
+-- store/schema_location.py). Returns the schema when it changed.
+UPDATE slot_expiration_alembic_version AS v
+SET slot_table_schema = found.schema
+FROM (
+    SELECT n.nspname::text AS schema
+    FROM pg_class AS c
+    JOIN pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE c.oid = to_regclass('availability_slots')
+) AS found
+WHERE v.slot_table_schema IS DISTINCT FROM found.schema
+RETURNING v.slot_table_schema;

@@ -118,6 +118,11 @@ def mark_adopted() -> None:
     op.execute(_statement("mark_slot_table_adopted"))
 
 
+def record_slot_table_schema() -> None:
+    """Record which availability_slots the worker adopted (migration 0008)."""
+    op.execute(_statement("record_slot_table_schema"))
+
+
 def adoption_problems(connection: Any, *, status_values: bool = True) -> tuple[str, ...]:
     """Every reason the existing availability_slots cannot be adopted: the catalog's
     (the contract, migrate's privileges) and, with `status_values`, the values its

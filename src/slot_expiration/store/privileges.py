@@ -24,6 +24,7 @@ from typing import Final
 from psycopg import sql
 
 from slot_expiration.store.errors import SchemaMissingError, StoreError
+from slot_expiration.store.schema_location import verify_slot_table
 from slot_expiration.store.session import ApplicationName, Session, SessionSettings
 
 SLOT_TABLE: Final = "availability_slots"
@@ -120,8 +121,8 @@ async def grant_privileges(
     settings = SessionSettings(ApplicationName.ADMIN)
     async with Session.open(database_url, settings) as session:
         grants = _Grants(session, role, mode)
-        schema = await grants.check_target()
         async with session.transaction(dry_run=not apply):
+            schema = await grants.check_target()
             return await grants.run(schema, apply=apply, revoke_extra=revoke_extra)
 
 
@@ -149,7 +150,9 @@ class _Grants:
         self._mode = mode
 
     async def check_target(self) -> str:
-        """The table's schema, once the role is known to be one we may grant to."""
+        """The table's schema, once it is the availability_slots meant (schema_location) and
+        the role is known to be one we may grant to."""
+        await verify_slot_table(self._session)
         found = await self._session.records("grant_target", _Target, {"role": self._role})
         if not found:
             raise SchemaMissingError("table availability_slots does not exist")

@@ -90,7 +90,8 @@ SELECT * FROM (VALUES
     (25, 'slot_expiration_cycles', 'error_type', 'text', false),
     (26, 'slot_expiration_cycles', 'sqlstate', 'text', false),
     (27, 'slot_expiration_cycles', 'error', 'text', false),
-    (28, 'slot_expiration_alembic_version', 'version_num', 'character varying(32)', true)
+    (28, 'slot_expiration_alembic_version', 'version_num', 'character varying(32)', true),
+    (29, 'slot_expiration_alembic_version', 'slot_table_schema', 'text', false)
 ) AS shape (ordinal, relation, column_name, data_type, not_null)
 
 -- name: worker_table_shape_rows
@@ -344,12 +345,8 @@ SELECT p.partnatts = 1 AND p.partexprs IS NULL AND (
 -- fragment: status_value_rows
 -- The contract's "status with exactly the values Available, Booked, Expired,
 -- Archived", as (ordinal, problem) rows: values the rows hold beyond the four
--- (a full read of the table, which blocks no write), and checks that refuse
--- one of the four: the table's on status alone, and those of the domains the
--- column's type is made of. Each check is evaluated by the server on that
--- value: query_to_xml runs the constraint's own expression, from the catalog,
--- over a one-row relation named like the table (a domain's check names its
--- value VALUE, which reads a column `value`). Only where the values read as
+-- (a full read of the table, which blocks no write), and the checks that
+-- refuse one of the four (status_check_rows). Only where the values read as
 -- text (status_values_readable); an enum's labels are contract_mismatch_rows'.
 SELECT 20 AS ordinal,
        format('column status holds values outside the contract: %s',
@@ -360,7 +357,19 @@ FROM (
 ) AS found
 HAVING count(*) > 0
 UNION ALL
-SELECT 20 + v.ordinal, format('check constraint %s refuses status %L', c.conname, v.status)
+    -- include: status_check_rows
+
+-- fragment: status_check_rows
+-- The checks that refuse one of the four statuses, as (ordinal, problem) rows:
+-- the table's on status alone, and those of the domains the column's type is
+-- made of. The catalog only, and each check evaluated by the server on a
+-- constant: cheap, so each cycle's preflight asks too (a check that refuses
+-- 'Expired', added after adoption, would make every due row poison). Each
+-- check runs its own expression, from the catalog, through query_to_xml over a
+-- one-row relation named like the table (a domain's check names its value
+-- VALUE, which reads a column `value`).
+SELECT 20 + v.ordinal AS ordinal,
+       format('check constraint %s refuses status %L', c.conname, v.status) AS problem
 FROM pg_constraint AS c
 CROSS JOIN (VALUES (1, 'Available'), (2, 'Booked'), (3, 'Expired'), (4, 'Archived'))
     AS v (ordinal, status)
@@ -468,3 +477,41 @@ WHERE c.relname = 'availability_slots' AND c.relkind IN ('r', 'p', 'v', 'm', 'f'
 SELECT (
     -- include: slot_table_schemas_elsewhere
 ) AS schemas, current_setting('search_path') AS search_path, current_user::text AS role;
+
+-- name: slot_table_identity
+-- Which availability_slots this session's statements name, and which one the
+-- worker adopted (store/schema_location.py judges the two): the schema the
+-- search_path finds it in (NULL: none) and whether the search_path names that
+-- schema itself (a temporary table of the session's own shadows every other);
+-- the schema the search_path finds the worker's version table in, and whether
+-- that table records the adopted table's schema (migration 0008) where this
+-- role may read it (else the preflight names the missing grant); the other
+-- schemas holding a version table of the worker (an adopted calendar the
+-- search_path misses); the search_path and the role, to say how to point.
+SELECT n.nspname::text AS found_in,
+       coalesce(n.nspname = ANY (current_schemas(false)), true) AS on_search_path,
+       w.nspname::text AS worker_schema,
+       EXISTS (
+           SELECT FROM pg_attribute
+           WHERE attrelid = wc.oid AND attname = 'slot_table_schema' AND NOT attisdropped
+       ) AND has_table_privilege(wc.oid, 'SELECT') AS records_schema,
+       ARRAY(
+           SELECT o.nspname::text
+           FROM pg_class AS oc
+           JOIN pg_namespace AS o ON o.oid = oc.relnamespace
+           WHERE oc.relname = 'slot_expiration_alembic_version' AND oc.relkind = 'r'
+             AND oc.oid IS DISTINCT FROM wc.oid AND NOT pg_is_other_temp_schema(o.oid)
+           ORDER BY o.nspname
+       ) AS worker_schemas_elsewhere,
+       current_setting('search_path') AS search_path,
+       current_user::text AS role
+FROM (SELECT) AS one
+LEFT JOIN pg_class AS c ON c.oid = to_regclass('availability_slots')
+LEFT JOIN pg_namespace AS n ON n.oid = c.relnamespace
+LEFT JOIN pg_class AS wc ON wc.oid = to_regclass('slot_expiration_alembic_version')
+LEFT JOIN pg_namespace AS w ON w.oid = wc.relnamespace;
+
+-- name: slot_table_recorded
+-- The schema of the availability_slots migrate adopted (or created), as
+-- recorded on the worker's version table; NULL before migration 0008 ran.
+SELECT slot_table_schema FROM slot_expiration_alembic_version;

@@ -20,6 +20,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import kwargs_row
 
+from slot_expiration.options.database_url import search_path_of
 from slot_expiration.store.errors import (
     CommitInDoubtError,
     StoreError,
@@ -72,23 +73,36 @@ class TransactionLimits:
     # session's own: only the worker's cycle session sets it (options.SynchronousCommit).
     synchronous_commit: str | None = None
 
-    def parameters(self) -> dict[str, str]:
-        limits = {
+    def parameters(self) -> dict[str, str | bool | None]:
+        """transaction_settings' parameters for the limits (session.sql)."""
+        return {
             "statement_timeout": str(self.statement_timeout_ms),
             "idle_timeout": str(self.idle_in_transaction_timeout_ms),
             "lock_timeout": str(self.lock_timeout_ms),
+            "synchronous_commit": self.synchronous_commit,
+            "read_only": self.read_only,
         }
-        if self.synchronous_commit is not None:
-            limits["synchronous_commit"] = self.synchronous_commit
-        return limits
 
-    @property
-    def statement(self) -> str:
-        if self.read_only:
-            return "read_only_transaction_limits"
-        if self.synchronous_commit is not None:
-            return "transaction_limits_and_commit"
-        return "transaction_limits"
+
+# transaction_settings' parameters for a session without limits: the session's own.
+_NO_LIMITS: Final[dict[str, str | bool | None]] = {
+    "statement_timeout": None,
+    "idle_timeout": None,
+    "lock_timeout": None,
+    "synchronous_commit": None,
+    "read_only": False,
+}
+
+
+def opening_parameters(
+    database_url: str, limits: TransactionLimits | None = None
+) -> dict[str, str | bool | None]:
+    """transaction_settings' parameters (session.sql) for a session on `database_url`:
+    its limits, and the search_path the URL's options ask for (None: the session's)."""
+    return {
+        **(_NO_LIMITS if limits is None else limits.parameters()),
+        "search_path": search_path_of(database_url),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +116,10 @@ class SessionSettings:
     connect_timeout_seconds: int = CONNECT_TIMEOUT_SECONDS
     autocommit: bool = False
     prepare: bool = False
+    # Statements may also run outside a transaction, each its own (autocommit): only the
+    # benchmark's session, which runs VACUUM and CHECKPOINT and sets up its scratch
+    # calendar. Every session of the product runs each statement in a transaction.
+    standalone_statements: bool = False
 
 
 @dataclass(slots=True)
@@ -144,17 +162,34 @@ async def run_to_completion(
 
 
 class Session:
-    """One connection: statements by name, bounded transactions, errors translated."""
+    """One connection: statements by name, bounded transactions, errors translated.
+
+    Every transaction starts by setting what the statements rely on for itself
+    (session.sql, transaction_settings): the limits, the time zone and styles, and
+    the `search_path` the URL's options ask for (`search_path`; None: the session's).
+    """
 
     def __init__(
         self,
         connection: psycopg.AsyncConnection[Any],
         settings: SessionSettings,
         statements: Statements = query,
+        search_path: str | None = None,
     ) -> None:
         self.connection = connection
         self._settings = settings
         self._statements = statements
+        self._opening = {
+            **(_NO_LIMITS if settings.limits is None else settings.limits.parameters()),
+            "search_path": search_path,
+        }
+        self._in_transaction = False
+
+    @property
+    def search_path_requested(self) -> bool:
+        """Whether the URL's options name the search_path (--schema): each transaction
+        sets it, and the availability_slots it finds is the one meant."""
+        return self._opening["search_path"] is not None
 
     @classmethod
     @asynccontextmanager
@@ -170,14 +205,16 @@ class Session:
                 autocommit=settings.autocommit,
                 prepare_threshold=_PREPARE_AFTER if settings.prepare else None,
             )
+            if not settings.autocommit:  # psycopg's own BEGIN, as begin_transaction's
+                await conn.set_isolation_level(psycopg.IsolationLevel.READ_COMMITTED)
         try:
-            yield cls(conn, settings, statements)
+            yield cls(conn, settings, statements, search_path_of(database_url))
         finally:
             await conn.close()
 
     async def rows(self, name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         with translated():
-            cursor = await self.connection.execute(self._statements(name), params)
+            cursor = await self.connection.execute(self._statement(name), params)
             return await cursor.fetchall() if cursor.description is not None else []
 
     async def records(
@@ -188,7 +225,7 @@ class Session:
         factory, never unpacked by position."""
         with translated():
             cursor = self.connection.cursor(row_factory=kwargs_row(row))
-            await cursor.execute(self._statements(name), params)
+            await cursor.execute(self._statement(name), params)
             return await cursor.fetchall()
 
     async def record(
@@ -217,13 +254,13 @@ class Session:
     async def execute(self, name: str, params: dict[str, Any] | None = None) -> int:
         """Run a statement for its effect; returns the rows it touched."""
         with translated():
-            cursor = await self.connection.execute(self._statements(name), params)
+            cursor = await self.connection.execute(self._statement(name), params)
         return cursor.rowcount
 
     async def execute_many(self, name: str, params: Sequence[dict[str, Any]]) -> None:
         with translated():
             async with self.connection.cursor() as cursor:
-                await cursor.executemany(self._statements(name), params)
+                await cursor.executemany(self._statement(name), params)
 
     async def execute_composed(self, statement: sql.Composed) -> None:
         """A statement composed with psycopg.sql from a named template (GRANT, say)."""
@@ -244,6 +281,13 @@ class Session:
         """A named statement whose identifiers are filled in with psycopg.sql.format."""
         return sql.SQL(self._statements(name))
 
+    def _statement(self, name: str) -> LiteralString:
+        """A named statement to run now: only inside a transaction, whose first statement
+        set what it relies on (outside, it would run on the session's own settings)."""
+        if not (self._in_transaction or self._settings.standalone_statements):
+            raise StoreError(f"statement {name} run outside a transaction")
+        return self._statements(name)
+
     def render(self, statement: sql.Composable) -> str:
         return statement.as_string(self.connection)
 
@@ -252,10 +296,10 @@ class Session:
         """One atomic unit, committed whole on success, rolled back whole otherwise
         (and, as a `dry_run`, rolled back on success too: nothing it did stays).
 
-        It starts by setting the session's limits for itself (SET LOCAL, so a pooler in
-        transaction mode keeps them to this transaction). COMMIT and ROLLBACK finish even
-        if a cancellation arrives meanwhile (bounded, see run_to_completion), and that
-        cancellation is delivered once they have.
+        It starts by setting what its statements rely on for itself (SET LOCAL, so a
+        pooler in transaction mode keeps them to this transaction: see Session). COMMIT
+        and ROLLBACK finish even if a cancellation arrives meanwhile (bounded, see
+        run_to_completion), and that cancellation is delivered once they have.
 
         BEGIN, the limits and the first statement are three round trips. Sending them
         as one message saved nothing measurable: a drain's time against the bare loop
@@ -263,12 +307,15 @@ class Session:
         """
         outcome = Transaction()
         try:
+            self._in_transaction = True
             await self._open_transaction()
             yield outcome
         except BaseException as failure:
             if await self._rollback_quietly():
                 raise asyncio.CancelledError from failure
             raise
+        finally:
+            self._in_transaction = False
         if dry_run:
             if await self._rollback_quietly():
                 raise asyncio.CancelledError
@@ -281,8 +328,7 @@ class Session:
     async def _open_transaction(self) -> None:
         if self._settings.autocommit:
             await self.execute("begin_transaction")
-        if (limits := self._settings.limits) is not None:
-            await self.rows(limits.statement, limits.parameters())
+        await self.rows("transaction_settings", self._opening)
 
     @asynccontextmanager
     async def savepoint(self, slot_id: UUID | None = None) -> AsyncIterator[None]:
@@ -317,11 +363,14 @@ def connect_sync(
     database_url: str, application_name: str, *, autocommit: bool = False
 ) -> psycopg.Connection[Any]:
     """A blocking connection, for migrate (Alembic's engine, the migration lock's
-    session); errors translated alike."""
+    session); errors translated alike. Never prepared on the server: a statement
+    polled (the migration lock's) would be after five runs, and a pooler may hand
+    the next transaction a server session that never saw it."""
     with translated(connecting=True):
         return psycopg.connect(
             database_url,
             application_name=application_name,
             connect_timeout=CONNECT_TIMEOUT_SECONDS,
             autocommit=autocommit,
+            prepare_threshold=None,
         )

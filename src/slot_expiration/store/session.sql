@@ -2,38 +2,41 @@
 -- slot_expiration.store.session.
 
 -- name: begin_transaction
-BEGIN;
+-- READ COMMITTED whatever the role's or the database's default: the worker's
+-- FOR UPDATE SKIP LOCKED and the slot context's guarded updates re-check a row
+-- another transaction changed, where a stricter level would fail them instead.
+BEGIN ISOLATION LEVEL READ COMMITTED;
 
--- name: transaction_limits
--- The first statement of a bounded transaction: local settings, so they hold
--- on whichever server session a pooler in transaction mode hands out and
--- never outlive the transaction; set after connecting, so the URL's own
--- `options` are kept. A timeout of '0' means none.
+-- name: transaction_settings
+-- The first statement of every transaction: what the product's statements rely
+-- on, set for this transaction alone (local: a pooler in transaction mode hands
+-- each transaction any server session, on which the URL's `options` may never
+-- have arrived: pgbouncer's ignore_startup_parameters drops them), whatever the
+-- role, the database or the URL set for the session:
+-- - TimeZone, DateStyle and IntervalStyle: how times are compared and read back
+--   (a role's TimeZone must never move which slots are due);
+-- - the search_path the URL's options ask for (--schema), or the session's own;
+-- - the limits, a backstop to the client's own budget (a timeout of '0' means
+--   none; NULL keeps the session's own), the read-only mode (only ever set 'on':
+--   asking a standby for read-write mode is itself an error), and whether COMMIT
+--   waits for the WAL flush (the worker's transactions: options.SynchronousCommit;
+--   NULL keeps the server's setting, for every other session). A lost expiry
+--   is redone by the next cycle, so the batches need not pay a flush each, nor
+--   make the calendar's own commits queue behind theirs. Measured
+--   (docs/benchmarks.md, b): a drain of 200,000 in 4.08 s against 4.49 s waiting
+--   for each flush, faster in each of five rounds by 0.6-1.3 ms a batch.
+-- Set after connecting, so the URL's other `options` are kept.
 SELECT
-    set_config('statement_timeout', %(statement_timeout)s, true),
-    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, true),
-    set_config('lock_timeout', %(lock_timeout)s, true);
-
--- name: read_only_transaction_limits
--- The same for a transaction that only reads (status, probes). Only ever set
--- 'on': asking a standby for read-write mode is itself an error.
-SELECT
-    set_config('transaction_read_only', 'on', true),
-    set_config('statement_timeout', %(statement_timeout)s, true),
-    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, true),
-    set_config('lock_timeout', %(lock_timeout)s, true);
-
--- name: transaction_limits_and_commit
--- The worker's own transactions: the same limits, and whether COMMIT waits for
--- the WAL flush (`off` by default, options.SynchronousCommit). A lost expiry is
--- redone by the next cycle, so the batches need not pay a flush each, nor make
--- the calendar's own commits queue behind theirs; set locally, the calendar's
--- transactions and every other session keep the server's setting.
--- Measured (docs/benchmarks.md, b): a drain of 200,000 in 4.08 s against 4.49 s
--- waiting for each flush, faster in each of five rounds by 0.6-1.3 ms a batch;
--- the bookings' p99 beside it 5.29 against 5.55 ms (d): a little, not the most.
-SELECT
-    set_config('statement_timeout', %(statement_timeout)s, true),
-    set_config('idle_in_transaction_session_timeout', %(idle_timeout)s, true),
-    set_config('lock_timeout', %(lock_timeout)s, true),
-    set_config('synchronous_commit', %(synchronous_commit)s, true);
+    set_config('TimeZone', 'UTC', true),
+    set_config('DateStyle', 'ISO, MDY', true),
+    set_config('IntervalStyle', 'postgres', true),
+    set_config('search_path', coalesce(%(search_path)s, current_setting('search_path')), true),
+    set_config('statement_timeout',
+               coalesce(%(statement_timeout)s, current_setting('statement_timeout')), true),
+    set_config('idle_in_transaction_session_timeout',
+               coalesce(%(idle_timeout)s,
+                        current_setting('idle_in_transaction_session_timeout')), true),
+    set_config('lock_timeout', coalesce(%(lock_timeout)s, current_setting('lock_timeout')), true),
+    set_config('synchronous_commit',
+               coalesce(%(synchronous_commit)s, current_setting('synchronous_commit')), true),
+    CASE WHEN %(read_only)s THEN set_config('transaction_read_only', 'on', true) END;

@@ -21,6 +21,7 @@ from slot_expiration.domain import SlotStatus
 from slot_expiration.store.cycle_store import Selection, counts_by_status
 from slot_expiration.store.errors import StoreError
 from slot_expiration.store.history_store import HistoryStore
+from slot_expiration.store.schema_location import verify_slot_table
 from slot_expiration.store.schema_version import read_schema_revision
 from slot_expiration.store.session import (
     ApplicationName,
@@ -132,13 +133,15 @@ class StatusStore:
     async def connect(
         cls, database_url: str, application_name: str, timeout_seconds: float = 10.0
     ) -> AsyncIterator[Self]:
-        """One read-only transaction whose statements give up after `timeout_seconds`."""
+        """One read-only transaction whose statements give up after `timeout_seconds`, on
+        the availability_slots meant (else WrongSlotTableError: schema_location)."""
         timeout_ms = round(timeout_seconds * 1000)
         limits = TransactionLimits(timeout_ms, timeout_ms, timeout_ms, read_only=True)
         settings = SessionSettings(
             application_name, limits=limits, connect_timeout_seconds=max(1, round(timeout_seconds))
         )
         async with Session.open(database_url, settings) as session, session.transaction():
+            await verify_slot_table(session)
             yield cls(session)
 
     def part(self) -> AbstractAsyncContextManager[None]:
