@@ -408,8 +408,10 @@ WHERE c.contype = 'c' AND c.contypid IN (
 
 -- fragment: status_values_readable
 -- Whether the status values read as text (status_value_rows compares them as
--- text): text, varchar, or a domain over either.
-SELECT EXISTS (
+-- text): text, varchar, or a domain over either; and whether this role may
+-- read them (a migrate that may not is told whose table it is instead:
+-- adoption_privilege_rows).
+SELECT has_table_privilege(to_regclass('availability_slots'), 'SELECT') AND EXISTS (
     SELECT FROM (
         -- include: slot_table_columns
     ) AS col

@@ -54,14 +54,18 @@ SELECT ARRAY(
 -- walk that stops there: enough to tell a table too small to judge its plan),
 -- the planner's estimate (NULL before the first ANALYZE or VACUUM) and its
 -- size on disk, indexes and TOAST included; a partitioned table's are its
--- partitions' (the parent itself holds no rows).
+-- partitions' (the parent itself holds no rows), a plain table's its own
+-- (pg_partition_tree gives nothing for a table that is not partitioned).
 SELECT (SELECT count(*) FROM (SELECT FROM availability_slots LIMIT %(cap)s) AS r) AS counted,
        CASE WHEN bool_or(c.reltuples >= 0) THEN sum(greatest(c.reltuples, 0))::bigint
        END AS rows_estimate,
        coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS total_bytes
-FROM pg_partition_tree(to_regclass('availability_slots')) AS t
-JOIN pg_class AS c ON c.oid = t.relid
-WHERE t.isleaf;
+FROM pg_class AS c
+WHERE c.oid IN (
+    SELECT relid FROM pg_partition_tree(to_regclass('availability_slots')) WHERE isleaf
+    UNION
+    SELECT oid FROM pg_class WHERE oid = to_regclass('availability_slots') AND relkind = 'r'
+);
 
 -- name: status_explain_selection
 -- The plan of the worker's selection (the same text as expire_batch's pick),
