@@ -7,8 +7,10 @@ import subprocess
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from slot_expiration.embedded import find_bindir
+from slot_expiration.options.database_url import with_search_path
 from slot_expiration.store.migrate import head_revision
 from tests.e2e.command import PASSWORD, public_relations, run_command, with_password
 from tests.support.calendar import (
@@ -190,11 +192,9 @@ async def test_migrate_sql_changes_nothing_in_the_database_it_is_given(
     assert await public_relations(url) == set()
 
 
-async def test_migrate_sql_reads_no_database_option_so_a_bad_one_never_breaks_it() -> None:
-    unread = {
-        "SLOT_EXPIRATION_DATABASE_URL": "mysql://u:pw@nowhere/db",
-        "SLOT_EXPIRATION_SCHEMA": "s" * 99,
-    }
+async def test_migrate_sql_reads_no_database_url_so_a_bad_one_never_breaks_it() -> None:
+    # It reads --schema (the script sets the search_path), never the URL.
+    unread = {"SLOT_EXPIRATION_DATABASE_URL": "mysql://u:pw@nowhere/db"}
 
     done = await run_command("migrate", "--sql", env=unread)
 
@@ -296,3 +296,82 @@ async def _revision(db: SlotDatabase) -> str:
     row = await cursor.fetchone()
     assert row is not None
     return str(row[0])
+
+
+def _calendar_in_schema(url: str, schema: str) -> str:
+    """The calendar's table with its rows in `schema`, which the URL's search_path misses;
+    the URL pointed at it."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    pointed = with_search_path(url, schema)
+    create_calendar_table(pointed, 500, IndexShape.NONE)
+    return pointed
+
+
+async def test_the_printed_empty_database_script_stops_where_the_calendar_is_in_another_schema(
+    empty_database_url: str,
+) -> None:
+    pointed = _calendar_in_schema(empty_database_url, "calendar")
+    before = calendar_snapshot(pointed)
+    printed = await run_command("migrate", "--sql")
+
+    ran = run_psql(empty_database_url, printed.stdout)
+    # migrate itself, on the same database and search_path: the same refusal
+    online = await run_command("migrate", "--database-url", empty_database_url)
+
+    assert ran.returncode != 0
+    refusal = (
+        'availability_slots is not on the search_path ("$user", public) but in schema calendar: '
+        "point every command at it with --schema calendar (SLOT_EXPIRATION_SCHEMA)"
+    )
+    assert refusal in ran.stderr
+    assert "nothing changed" in ran.stderr
+    assert online.stderr.startswith(f"slot-expiration: error: {refusal}"), online.describe()
+    assert await public_relations(empty_database_url) == set()  # no second table, no other
+    assert calendar_snapshot(pointed) == before
+
+
+async def test_the_printed_empty_database_script_stops_on_a_database_holding_the_calendar(
+    empty_database_url: str,
+) -> None:
+    create_calendar_table(empty_database_url, 100)
+    printed = await run_command("migrate", "--sql")
+
+    ran = run_psql(empty_database_url, printed.stdout)
+
+    assert ran.returncode != 0
+    assert (
+        "availability_slots exists already (availability_slots): this script is for an empty "
+        "database; print the adoption script with --adopt; nothing changed"
+    ) in ran.stderr
+    assert worker_relations(empty_database_url) == set()
+
+
+async def test_the_printed_adoption_script_names_the_schema_the_search_path_misses(
+    empty_database_url: str,
+) -> None:
+    pointed = _calendar_in_schema(empty_database_url, "calendar")
+    printed = await run_command("migrate", "--sql", "--adopt")
+
+    ran = run_psql(empty_database_url, printed.stdout)
+
+    assert ran.returncode != 0
+    assert (
+        'availability_slots is not on the search_path ("$user", public) but in schema '
+        "calendar: point every command at it with --schema calendar"
+    ) in ran.stderr
+    assert worker_relations(pointed) == set()
+
+
+async def test_the_printed_scripts_honour_the_schema_option(empty_database_url: str) -> None:
+    pointed = _calendar_in_schema(empty_database_url, "calendar")
+    before = calendar_snapshot(pointed)
+    printed = await run_command("migrate", "--sql", "--adopt", "--schema", "calendar")
+
+    ran = run_psql(empty_database_url, printed.stdout)  # the URL's search_path misses it
+
+    assert ran.returncode == 0, ran.stderr
+    assert calendar_snapshot(pointed).without_index(SELECTION_INDEX) == before
+    assert await public_relations(empty_database_url) == set()
+    again = await run_command("migrate", "--database-url", pointed)
+    assert again.stdout == f"schema already at {head_revision()}: nothing to do\n"

@@ -68,7 +68,9 @@ def migrate(as_sql: bool, adopt: bool, from_revision: str | None, **given: Any) 
     if as_sql:
         # Written offline: the database's options are never read, so never break it.
         offline = settings_from(
-            MigrationSqlOptions, lock_timeout_seconds=given["lock_timeout_seconds"]
+            MigrationSqlOptions,
+            lock_timeout_seconds=given["lock_timeout_seconds"],
+            schema=given["schema"],
         )
         click.echo(_migration_sql(offline, adopt, from_revision), nl=False)
         return
@@ -107,7 +109,10 @@ def _migration_sql(settings: MigrationSqlOptions, adopt: bool, from_revision: st
 
     try:
         return migrations.upgrade_sql(
-            adopt=adopt, from_revision=from_revision, lock_timeout_ms=settings.lock_timeout_ms
+            adopt=adopt,
+            from_revision=from_revision,
+            lock_timeout_ms=settings.lock_timeout_ms,
+            schema=settings.schema or None,
         )
     except MigrationError as exc:
         fail(str(exc), ExitCode.FAILURE)

@@ -90,7 +90,7 @@ def with_search_path(url: str, schema: str) -> str:
     pooler's transactions included). Options the URL or PGOPTIONS give are kept."""
     parts = url_parts(url)
     given = parts.get("options", _default_options())
-    setting = f"-csearch_path={_options_escaped(_quoted_identifier(schema))}"
+    setting = f"-csearch_path={_options_escaped(quoted_identifier(schema))}"
     parts["options"] = f"{given} {setting}" if given.strip() else setting
     return url_from_parts(parts, scheme=_scheme(url))
 
@@ -166,7 +166,7 @@ def _default_options() -> str:
     return ""
 
 
-def _quoted_identifier(name: str) -> str:
+def quoted_identifier(name: str) -> str:
     """A schema name as search_path reads it: double-quoted, its quotes doubled."""
     return '"' + name.replace('"', '""') + '"'
 

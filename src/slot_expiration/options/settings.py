@@ -13,7 +13,14 @@ from enum import StrEnum
 from functools import cache
 from typing import Annotated, Any, Final, Self, TypeVar
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from slot_expiration.options.database_url import check_database_url, with_search_path
@@ -63,8 +70,31 @@ class OptionsError(ValueError):
 # `schema` is the option's name (--schema, SLOT_EXPIRATION_SCHEMA): as a field it hides
 # pydantic's deprecated BaseModel.schema(), which nothing here calls.
 warnings.filterwarnings(
-    "ignore", message='Field name "schema" in "DatabaseOptions" shadows', category=UserWarning
+    "ignore", message='Field name "schema" in "[A-Za-z]*Options" shadows', category=UserWarning
 )
+
+
+def _schema_name(value: str) -> str:
+    if len(value.encode()) > MAX_NAME_BYTES:
+        raise ValueError(f"a schema name has at most {MAX_NAME_BYTES} bytes")
+    return value
+
+
+# `--schema`, which `migrate --sql` reads too (its script sets the search_path).
+SchemaName = Annotated[
+    str,
+    Field(
+        max_length=MAX_NAME_BYTES,
+        pattern=r"^[^\x00]*$",
+        description="The schema that holds availability_slots: every session's search_path "
+        "becomes this schema alone (libpq's options, as `-csearch_path`, and set again in "
+        "each transaction, where a pooler drops the options); '' = the search_path of the "
+        "URL or the role.",
+        json_schema_extra={"allowed": f"a schema name, at most {MAX_NAME_BYTES} bytes, or ''"},
+    ),
+    AfterValidator(_schema_name),
+]
+NO_SCHEMA: Final = ""
 
 
 class DatabaseOptions(BaseSettings):
@@ -88,17 +118,7 @@ class DatabaseOptions(BaseSettings):
         ),
     ] = None
 
-    schema: Annotated[
-        str,
-        Field(
-            max_length=MAX_NAME_BYTES,
-            pattern=r"^[^\x00]*$",
-            description="The schema that holds availability_slots: every session's search_path "
-            "becomes this schema alone (libpq's options, as `-csearch_path`); '' = the "
-            "search_path of the URL or the role.",
-            json_schema_extra={"allowed": f"a schema name, at most {MAX_NAME_BYTES} bytes, or ''"},
-        ),
-    ] = ""  # type: ignore[assignment]  # hides BaseModel.schema(): see the filter above
+    schema: SchemaName = NO_SCHEMA  # type: ignore[assignment]  # hides BaseModel.schema()
 
     @field_validator("database_url", mode="before")
     @classmethod
@@ -111,13 +131,6 @@ class DatabaseOptions(BaseSettings):
     def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None:
             check_database_url(value.get_secret_value())
-        return value
-
-    @field_validator("schema")
-    @classmethod
-    def _schema_name(cls, value: str) -> str:
-        if len(value.encode()) > MAX_NAME_BYTES:
-            raise ValueError(f"a schema name has at most {MAX_NAME_BYTES} bytes")
         return value
 
     def require_database_url(self) -> str:
@@ -156,12 +169,14 @@ DEFAULT_DRAIN_BATCH_SIZE: Final = 2_000
 
 
 class MigrationSqlOptions(BaseSettings):
-    """`migrate --sql`: how long the script's statements may wait for a lock. Written
-    offline, it reads no database, so a database option never breaks it."""
+    """`migrate --sql`: how long the script's statements may wait for a lock, and the
+    schema it sets as the search_path. Written offline, it reads no database, so a
+    database option never breaks it."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
 
     lock_timeout_seconds: LockTimeoutSeconds = DEFAULT_LOCK_TIMEOUT_SECONDS
+    schema: SchemaName = NO_SCHEMA  # type: ignore[assignment]  # hides BaseModel.schema()
 
     @property
     def lock_timeout_ms(self) -> int:

@@ -53,7 +53,7 @@ from psycopg.rows import dict_row
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.pool import NullPool
 
-from slot_expiration.options.database_url import search_path_of
+from slot_expiration.options.database_url import quoted_identifier, search_path_of
 from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
 from slot_expiration.store import migration_context
 from slot_expiration.store.errors import (
@@ -424,9 +424,11 @@ def upgrade_sql(
     adopt: bool = False,
     from_revision: str | None = None,
     lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS,
+    schema: str | None = None,
 ) -> str:
     """The SQL `upgrade` would run, from `from_revision` (None: an empty database, or
-    with `adopt` one holding only the calendar's table), without a database."""
+    with `adopt` one holding only the calendar's table), without a database; with
+    `schema`, on that schema alone (the script sets its search_path first)."""
     head = _head()
     if from_revision is not None and position_of(from_revision, head) not in (
         SchemaPosition.BEHIND,
@@ -439,7 +441,7 @@ def upgrade_sql(
     config = _config(None, lock_timeout_ms, adopt=adopt, output=output)
     with _translated():
         command.upgrade(config, f"{from_revision}:head" if from_revision else "head", sql=True)
-    return _offline_header(adopt, from_revision, head, lock_timeout_ms) + output.getvalue()
+    return _offline_header(adopt, from_revision, head, lock_timeout_ms, schema) + output.getvalue()
 
 
 def downgrade(database_url: str, revision: str) -> None:
@@ -560,18 +562,28 @@ def _head() -> str:
     return head
 
 
-def _offline_header(adopt: bool, from_revision: str | None, head: str, lock_timeout_ms: int) -> str:
+def _offline_header(
+    adopt: bool, from_revision: str | None, head: str, lock_timeout_ms: int, schema: str | None
+) -> str:
     start = from_revision or ("a database holding only the calendar's table" if adopt else "empty")
     table = "the calendar's, adopted (--adopt)" if adopt else "created by migration 0001"
+    # The schema's name is never written into a comment: a line break in it would end
+    # the comment; the SET below quotes it.
+    where = "in the schema --schema names (set below)" if schema else "on the search_path"
     lines = [
-        f"-- slot-expiration migrations from {start} to {head}, availability_slots being",
-        f"-- {table}. Written offline (--sql), without looking at the database: review it,",
-        "-- then run it as the owner of availability_slots, no `slot-expiration migrate`",
-        "-- running meanwhile:  psql -v ON_ERROR_STOP=1 -f <this file>",
+        f"-- slot-expiration migrations from {start} to {head}, availability_slots",
+        f"-- being {table}, {where}.",
+        "-- Written offline (--sql), without looking at the database: review it, then run",
+        "-- it as the owner of availability_slots, no `slot-expiration migrate` running",
+        "-- meanwhile:  psql -v ON_ERROR_STOP=1 -f <this file>",
         f"-- Every statement waits at most {lock_timeout_ms} ms for a lock (lock_timeout),",
         "-- except the CREATE/DROP INDEX CONCURRENTLY builds: they block no write, but wait",
-        "-- for older transactions to end.",
+        "-- for older transactions to end. Its first step stops it, nothing changed, where",
+        "-- availability_slots is in a schema the search_path misses"
+        + ("." if adopt else ", or exists already"),
     ]
+    if not adopt:
+        lines.append("-- (print the adoption script with --adopt then).")
     if adopt:
         lines += [
             "-- Adopting: the guard (0001) stops the script unless availability_slots fits the",
@@ -579,6 +591,8 @@ def _offline_header(adopt: bool, from_revision: str | None, head: str, lock_time
             "-- has one, is kept (IF NOT EXISTS); the slot context's indexes (0003) and the",
             "-- autovacuum setting (0005) are not applied to the calendar's table.",
         ]
+    if schema:
+        lines += ["", f"SET search_path = {quoted_identifier(schema)};"]
     return "\n".join(lines) + "\n\n"
 
 

@@ -114,6 +114,7 @@ DO $guard$
 DECLARE
     problems text;
 BEGIN
+    -- include: refuse_a_slot_table_elsewhere
     SELECT string_agg(found.problem, '; ' ORDER BY found.ordinal) INTO problems FROM (
         -- include: contract_mismatch_rows
         UNION ALL
@@ -144,6 +145,50 @@ BEGIN
     END IF;
 END
 $guard$;
+
+-- name: creation_guard
+-- The first step of the offline script for an empty database (`migrate --sql`),
+-- which cannot inspect the database beforehand: it stops the script (nothing
+-- created: it runs in the transaction that creates the version table) where
+-- the calendar's table exists already, on the search_path (the adoption script
+-- is for it) or in a schema the search_path misses (never a second one).
+DO $guard$
+BEGIN
+    -- include: refuse_a_slot_table_elsewhere
+    IF to_regclass('availability_slots') IS NOT NULL THEN
+        RAISE EXCEPTION 'availability_slots exists already (%): this script is for an empty '
+                        'database; print the adoption script with --adopt; nothing changed',
+                        to_regclass('availability_slots')::text;
+    END IF;
+END
+$guard$;
+
+-- fragment: refuse_a_slot_table_elsewhere
+-- Inside a guard: stop when the search_path finds no availability_slots but
+-- another schema holds one, in the words `migrate` uses (SlotTableElsewhereError).
+IF to_regclass('availability_slots') IS NULL AND (
+    -- include: slot_table_schemas_elsewhere
+) IS NOT NULL THEN
+    RAISE EXCEPTION '%', (
+        SELECT format('availability_slots is not on the search_path (%s) but in %s: point '
+                      'every command at it with --schema %s (SLOT_EXPIRATION_SCHEMA), or ALTER '
+                      'ROLE %s SET search_path = %s; nothing changed',
+                      current_setting('search_path'),
+                      CASE WHEN cardinality(found.schemas) = 1
+                           THEN 'schema ' || found.schemas[1]
+                           ELSE 'schemas ' || array_to_string(found.schemas, ', ') END,
+                      CASE WHEN cardinality(found.schemas) = 1 THEN found.schemas[1]
+                           ELSE 'SCHEMA' END,
+                      current_user,
+                      CASE WHEN cardinality(found.schemas) = 1 THEN quote_ident(found.schemas[1])
+                           ELSE '"SCHEMA"' END)
+        FROM (
+            SELECT (
+                -- include: slot_table_schemas_elsewhere
+            ) AS schemas
+        ) AS found
+    );
+END IF;
 
 -- name: mark_slot_table_adopted
 -- Migration 0001 found the calendar's table and adopted it: recorded on our

@@ -147,6 +147,14 @@ def require_adoptable() -> None:
         raise ContractMismatchError(problems)
 
 
+def require_no_slot_table() -> None:
+    """Offline: the empty database's script stops where the calendar's table exists
+    already (its guard, migrate.sql's creation_guard). Online, migrate checked it before
+    Alembic started (store.migrate)."""
+    if offline():
+        op.execute(_statement("creation_guard"))
+
+
 def selection_index() -> tuple[str, bool] | None:
     """The existing `ix_availability_slots_status_start`: (definition, valid); None when
     there is none (or offline, where nothing can be known)."""

@@ -39,6 +39,7 @@ def upgrade() -> None:
         migration_context.require_adoptable()
         migration_context.mark_adopted()
         return
+    migration_context.require_no_slot_table()
     _create_table()
     # Serves the worker's selection: status = 'Available' AND start_at <= AsOf
     # ORDER BY start_at, read in index order (0004 makes it partial).
