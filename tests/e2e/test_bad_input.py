@@ -105,13 +105,42 @@ CASES = [
             "SLOT_EXPIRATION_BATCH_SIZE": "abc",
         },
     ),
-    Case("as-of-garbage", once("--as-of", "garbage"), USAGE, r"--as-of"),
+    Case("as-of-garbage", once("--as-of", "garbage"), USAGE, r"--as-of: expected an ISO-8601"),
     Case(
         # One typo would expire every bookable slot: a future clock needs the explicit flag.
         "as-of-far-future",
-        lambda t: ["once", "--database-url", t.seeded, "--as-of", "9999-12-31T23:59:59Z"],
+        lambda t: ["once", "--database-url", t.seeded, "--as-of", "9000-12-31T23:59:59Z"],
         USAGE,
         r"--as-of .*future.*--allow-future-as-of",
+    ),
+    Case(
+        # Before the year 1 in UTC: neither the history nor status could read it back.
+        "as-of-before-the-first-year",
+        lambda t: ["once", "--database-url", t.seeded, "--as-of", "0001-01-01T00:00:00+14:00"],
+        USAGE,
+        r"--as-of: expected an ISO-8601 date-time from 0001-01-02T00:00:00Z to "
+        r"9999-12-30T23:59:59Z",
+    ),
+    Case(
+        "as-of-at-the-end-of-time",
+        lambda t: [
+            "once",
+            "--database-url",
+            t.seeded,
+            "--allow-future-as-of",
+            "--as-of",
+            "9999-12-31T23:59:59-14:00",
+        ],
+        USAGE,
+        r"--as-of: expected an ISO-8601 date-time",
+    ),
+    Case(
+        # A URL pasted into the wrong option: the error says what was expected, never
+        # what was typed (the run checks that the password appears nowhere).
+        "as-of-a-url",
+        lambda t: ["once", "--database-url", t.seeded, "--as-of", t.seeded],
+        USAGE,
+        r"^slot-expiration: error: --as-of: expected an ISO-8601 date-time[^/]*$",
     ),
     Case(
         "as-of-two-minutes-ahead",

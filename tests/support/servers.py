@@ -172,7 +172,9 @@ class Bouncer:
         return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _bouncer_config(root: Path, port: int, target_port: int, pool_size: int) -> Path:
+def _bouncer_config(  # noqa: PLR0917 - one private caller, each argument one setting
+    root: Path, port: int, target_port: int, pool_size: int, pool_mode: str, drops_options: bool
+) -> Path:
     (root / "userlist.txt").write_text('"postgres" ""\n')
     config = root / "pgbouncer.ini"
     config.write_text(
@@ -186,7 +188,10 @@ def _bouncer_config(root: Path, port: int, target_port: int, pool_size: int) -> 
                 "unix_socket_dir =",
                 "auth_type = trust",
                 f"auth_file = {root / 'userlist.txt'}",
-                "pool_mode = transaction",
+                f"pool_mode = {pool_mode}",
+                # A client's `options` (libpq's startup parameter): refused by default;
+                # many deployments let pgbouncer accept and drop them instead.
+                *(["ignore_startup_parameters = options"] if drops_options else []),
                 f"default_pool_size = {pool_size}",
                 "max_client_conn = 200",
                 "admin_users = postgres",
@@ -198,11 +203,18 @@ def _bouncer_config(root: Path, port: int, target_port: int, pool_size: int) -> 
 
 
 @contextmanager
-def pgbouncer(target_port: int, pool_size: int = 2) -> Iterator[Bouncer]:
-    """Debian's pgbouncer in transaction mode in front of 127.0.0.1:`target_port`."""
+def pgbouncer(
+    target_port: int,
+    pool_size: int = 2,
+    *,
+    pool_mode: str = "transaction",
+    drops_options: bool = False,
+) -> Iterator[Bouncer]:
+    """Debian's pgbouncer in `pool_mode` in front of 127.0.0.1:`target_port`; with
+    `drops_options`, it accepts a client's `options` and never passes them on."""
     root = _own_folder("slot-expiration-pgbouncer-")
     port = free_port()
-    config = _bouncer_config(root, port, target_port, pool_size)
+    config = _bouncer_config(root, port, target_port, pool_size, pool_mode, drops_options)
     log_file = root / "pgbouncer.log"
     account = _account()
     with log_file.open("ab") as log:

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 # An --as-of further ahead than this expires slots people can still book.
 FUTURE_AS_OF_TOLERANCE = timedelta(minutes=1)
+# The --as-of a cycle accepts: a day inside the years 1 to 9999, so that the history's
+# as_of reads back as a date-time in any time zone (and status can compute with it).
+EARLIEST_AS_OF = datetime(1, 1, 2, tzinfo=UTC)
+LATEST_AS_OF = datetime(9999, 12, 30, 23, 59, 59, tzinfo=UTC)
 # A cycle's options, in the model's order (as --help lists them).
 CYCLE_OPTIONS = tuple(CycleOptions.model_fields)
 
@@ -218,19 +222,33 @@ def run(**given: Any) -> None:
     guarded(lambda: asyncio.run(run_worker(settings)), settings)
 
 
+def _utc_text(moment: datetime) -> str:
+    # isoformat pads the year to four digits, where strftime's %Y does not (year 1).
+    return moment.isoformat().replace("+00:00", "Z")
+
+
 def parse_as_of(value: str | None, now: datetime, *, allow_future: bool) -> datetime:
-    """The cycle's clock from --as-of; one more than a minute ahead needs the explicit flag."""
+    """The cycle's clock from --as-of, within what PostgreSQL and the cycle history hold
+    (EARLIEST_AS_OF..LATEST_AS_OF); one more than a minute ahead needs the explicit flag.
+    An error says what was expected, never what was typed (it could be anything: a URL
+    pasted into the wrong option, say)."""
     if value is None:
         return now
+    expected = (
+        f"an ISO-8601 date-time from {_utc_text(EARLIEST_AS_OF)} to {_utc_text(LATEST_AS_OF)} "
+        "(no offset means UTC), such as 2026-12-05T12:00:00Z"
+    )
     try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        fail(f"--as-of {value!r} is not an ISO-8601 date-time", ExitCode.USAGE)
-    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+        given = datetime.fromisoformat(value)
+        moment = (given if given.tzinfo is not None else given.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
+        fail(f"--as-of: expected {expected}", ExitCode.USAGE)
+    if not EARLIEST_AS_OF <= moment <= LATEST_AS_OF:
+        fail(f"--as-of: expected {expected}", ExitCode.USAGE)
     if moment - now > FUTURE_AS_OF_TOLERANCE and not allow_future:
         fail(
-            f"--as-of {value} is in the future: it would expire slots that can still be "
-            "booked; pass --allow-future-as-of if that is what you want",
+            f"--as-of {moment.isoformat()} is in the future: it would expire slots that can "
+            "still be booked; pass --allow-future-as-of if that is what you want",
             ExitCode.USAGE,
         )
     return moment

@@ -15,7 +15,9 @@ from datetime import timedelta
 from enum import IntEnum, StrEnum
 from typing import Final
 
+from slot_expiration.domain import CycleOutcome
 from slot_expiration.status.report import CycleSummary, Health, Unreadable
+from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.status.wording import age_text, count_of, one_line
 from slot_expiration.store.status_store import SchemaState
 
@@ -139,8 +141,25 @@ def _cycles(health: Health, threshold: timedelta) -> list[Finding]:
         )
         for cycle in cycles.needing_a_person()
     ]
+    findings += [
+        Finding(
+            Level.WARNING,
+            f"the last cycle of {cycle.instance} expired nothing: the database rejected every "
+            f"slot it picked ({count_of(cycle.failed_count, 'slot')}, quarantined: "
+            "`slot-expiration quarantine list`)",
+            Section.POISON,
+        )
+        for cycle in cycles.live
+        if cycle.outcome is CycleOutcome.SUCCESS and rejected_every_slot(cycle)
+    ]
     stale = _stale(cycles, health, threshold)
     return [*findings, *([stale] if stale else [])]
+
+
+def rejected_every_slot(cycle: CycleRecord) -> bool:
+    """A cycle that picked slots and expired none: the database refused each of them (a
+    check or trigger that refuses every expiry, say). It succeeded, and did nothing."""
+    return cycle.expired_count == 0 and cycle.failed_count > 0
 
 
 def _stale(cycles: CycleSummary, health: Health, threshold: timedelta) -> Finding | None:

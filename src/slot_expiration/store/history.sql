@@ -29,7 +29,13 @@ WHERE ctid = ANY (ARRAY(
 AND ended_at < %(cutoff)s;
 
 -- fragment: cycle_columns
-h.run_id, h.instance, h.as_of, h.started_at, h.ended_at, h.outcome, h.stop_reason,
+-- A row's as_of reads back only where a date-time can hold it (releases before
+-- --as-of was bounded accepted any): NULL otherwise, so one such row never
+-- hides the rest of the history, nor the verdict read from it.
+h.run_id, h.instance,
+CASE WHEN h.as_of BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59+00'
+     THEN h.as_of END AS as_of,
+h.started_at, h.ended_at, h.outcome, h.stop_reason,
 h.expired_count, h.skipped_locked_count, h.failed_count, h.batches, h.duration_ms, h.backlog,
 h.clock_skew_seconds, h.error_type, h.sqlstate, h.error
 

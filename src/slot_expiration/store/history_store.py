@@ -33,7 +33,7 @@ class CycleRecord:
 
     run_id: UUID
     instance: str
-    as_of: datetime
+    as_of: datetime | None  # None: read back out of a date-time's range (history.sql)
     started_at: datetime
     ended_at: datetime
     outcome: CycleOutcome

@@ -10,8 +10,11 @@ SELECT now();
 
 -- name: status_oldest_overdue
 -- The Available slot whose start passed longest ago, quarantined or not (an entry
--- that ended, kept for the history, is not a quarantine).
-SELECT s.id, s.tenant_id, s.start_at, q.slot_id IS NOT NULL AS quarantined
+-- that ended, kept for the history, is not a quarantine). Its start read as a
+-- timestamptz whatever the column became: where the contract's type was changed
+-- (the schema part names it), the report still reads, in the session's UTC.
+SELECT s.id, s.tenant_id, s.start_at::timestamptz AS start_at,
+       q.slot_id IS NOT NULL AS quarantined
 FROM availability_slots AS s
 LEFT JOIN slot_expiration_failures AS q ON q.slot_id = s.id AND q.ended_at IS NULL
 WHERE s.status = 'Available' AND s.start_at <= %(as_of)s

@@ -103,6 +103,7 @@ async def check_ready(options: CycleOptions) -> None:
     waits for `migrate` on it (wait_for_migrate), `once` leaves it to the cycle.
     """
     async with store_factory(options)() as store, store.transaction():
+        await store.verify_slot_table()
         preflight = await store.preflight()
         revision = None if preflight.problems else await store.schema_revision()
     if preflight.problems:
