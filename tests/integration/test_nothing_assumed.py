@@ -16,6 +16,7 @@ import pytest
 from psycopg import sql
 
 from slot_expiration.domain import SlotStatus
+from slot_expiration.options.database_url import with_search_path
 from slot_expiration.quarantine import QuarantineStore
 from slot_expiration.status import collect_status
 from slot_expiration.store import CycleStore, MisconfiguredStoreError, SchemaMissingError
@@ -262,3 +263,17 @@ async def test_status_sizes_a_plain_table_after_analyze(db: SlotDatabase) -> Non
 
     assert size.rows_estimate == 300
     assert size.total_bytes > 8192
+
+
+@pytest.mark.parametrize("schema", ["my book", "tab\there", "line\nbreak", "back\\slash"])
+async def test_a_schema_named_with_whitespace_reaches_the_server_whole(
+    db: SlotDatabase, schema: str
+) -> None:
+    # The server splits the URL's options at whitespace: each one is escaped.
+    await db.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    url = with_search_path(db.url, schema)
+
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        row = await (await conn.execute("SELECT current_schemas(false)")).fetchone()
+
+    assert row == ([schema],)

@@ -19,6 +19,9 @@ from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
 URL_PREFIXES: Final = ("postgresql://", "postgres://")
+# What separates the arguments of libpq's `options` on the server (pg_split_opts: C's
+# isspace, in the C locale).
+_OPTIONS_WHITESPACE: Final = " \t\n\r\v\f"
 # Shown in place of a password: the reader learns that one was given, never any of it.
 HIDDEN: Final = "***"
 
@@ -198,7 +201,7 @@ def _options_split(options: str) -> list[str]:
     current: list[str] = []
     started = escaped = False
     for character in options:
-        if escaped or not (character == "\\" or character.isspace()):
+        if escaped or not (character == "\\" or character in _OPTIONS_WHITESPACE):
             current.append(character)
             started, escaped = True, False
         elif character == "\\":
@@ -212,6 +215,9 @@ def _options_split(options: str) -> list[str]:
 
 
 def _options_escaped(value: str) -> str:
-    """A value inside libpq's `options`, where spaces separate arguments: a backslash
-    escapes a space or another backslash."""
-    return value.replace("\\", "\\\\").replace(" ", "\\ ")
+    """A value inside libpq's `options`, where whitespace separates arguments: a
+    backslash escapes each whitespace character and each backslash."""
+    return "".join(
+        f"\\{character}" if character in _OPTIONS_WHITESPACE or character == "\\" else character
+        for character in value
+    )
