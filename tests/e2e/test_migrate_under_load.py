@@ -24,7 +24,7 @@ import pytest
 from benchmarks.pgbench import LoggedTransaction, PgbenchSettings, between, run_pgbench
 
 from slot_expiration.store.session import ApplicationName
-from tests.e2e.command import eventually, run_command
+from tests.e2e.command import eventually, run_command, started
 from tests.support.calendar import (
     SELECTION_INDEX,
     IndexShape,
@@ -247,3 +247,76 @@ def _months_after(month: datetime, count: int) -> datetime:
     """The first day of the month `count` months after `month` (a month's first day)."""
     index = month.year * 12 + month.month - 1 + count
     return month.replace(year=index // 12, month=index % 12 + 1)
+
+
+LONG_TRANSACTION_ROWS = 200_000
+# Each write waits behind migrate for one try (100 ms) at most; before the tries, a
+# queued migrate held every write for its whole lock timeout (2 s).
+WAIT_BOUND_SECONDS = 1.0
+BLOCKED_SAMPLES_WANTED = 5
+
+
+async def test_a_long_write_transaction_during_adoption_never_queues_writes_behind_migrate(
+    empty_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A calendar transaction that wrote a slot and stays open (a slow request, a client
+    that forgot to commit) while migrate adopts a pg_partman calendar under pgbench:
+    migrate's lock on the parent (for the index ON ONLY) waits behind it, and every
+    write arriving meanwhile would queue behind that request. Each try of migrate
+    waits 100 ms at most, then steps aside and tries again later."""
+    url = empty_database_url
+    now = datetime.now(UTC)
+    this_month = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    months = Months(first=_months_after(this_month, -11), premake=2)
+    create_monthly_calendar(
+        url, LONG_TRANSACTION_ROWS, months, now, last=_months_after(this_month, 2)
+    )
+    writes = WRITES.replace(str(ROWS), str(LONG_TRANSACTION_ROWS))
+    load = asyncio.create_task(run_pgbench(url, writes, LOAD))
+    await eventually(lambda: _pgbench_connected(url), "pgbench connected", 30)
+    stop, seen = asyncio.Event(), Sampled()
+    sampler = asyncio.create_task(_sample(url, stop, seen))
+    async with await psycopg.AsyncConnection.connect(url) as long_one:
+        await long_one.execute(
+            "UPDATE availability_slots SET version = version + 1 WHERE legacy_id = 1"
+        )
+        started_at = time.time()
+        async with started(
+            "migrate", "--database-url", url, "--lock-timeout-seconds", "120"
+        ) as migrate:
+            await migrate.until(
+                lambda: seen.blocked_samples >= BLOCKED_SAMPLES_WANTED,
+                "writes seen waiting behind migrate's tries",
+                60,
+            )
+            held_until = time.time()
+            await long_one.rollback()  # the long transaction ends: migrate goes on
+            migrated = await migrate.wait()
+    ended = time.time()
+    stop.set()
+    await sampler
+    transactions = await load
+
+    indexes = partition_indexes(url)
+    while_held = _latencies(between(transactions, started_at, held_until))
+    with capsys.disabled():
+        print(
+            f"\nmigrate on a pg_partman calendar of {LONG_TRANSACTION_ROWS:,} rows in "
+            f"{len(indexes.partitions)} partitions beside a write transaction left open "
+            f"{held_until - started_at:.2f} s, under pgbench at {LOAD.rate_per_second}/s, "
+            f"{LOAD.clients} clients: migrate took {ended - started_at:.2f} s in all; "
+            f"{len(while_held)} writes committed while the long transaction was open, latency "
+            f"max {max(while_held, default=0):.1f} ms, median "
+            f"{statistics.median(while_held) if while_held else 0:.1f} ms; writes waiting "
+            f"behind migrate in {seen.blocked_samples} of {seen.samples} samples, the longest "
+            f"{seen.longest_wait_seconds:.3f} s"
+        )
+
+    assert migrated.returncode == 0, migrated.describe()
+    assert "a lock a step needs is held by another transaction: trying again" in migrated.stdout
+    assert (indexes.valid, indexes.every_partition_indexed) == (True, True), indexes
+    assert all(t.ok for t in transactions), [t for t in transactions if not t.ok][:5]
+    assert seen.blocked_samples >= BLOCKED_SAMPLES_WANTED
+    # The server ends each try at 100 ms: a write behind it waited that, never a lock timeout.
+    assert seen.longest_wait_seconds < WAIT_BOUND_SECONDS
+    assert while_held

@@ -17,8 +17,8 @@ from typing import Final
 
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.status.report import CycleSummary, Health, Unreadable
-from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.status.wording import age_text, count_of, one_line
+from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.store.status_store import SchemaState
 
 # SlotExpirationNoSuccessfulCycle: `time() - last success > 1800`.
