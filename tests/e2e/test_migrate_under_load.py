@@ -253,7 +253,8 @@ LONG_TRANSACTION_ROWS = 200_000
 # Each write waits behind migrate for one try (100 ms) at most; before the tries, a
 # queued migrate held every write for its whole lock timeout (2 s).
 WAIT_BOUND_SECONDS = 1.0
-BLOCKED_SAMPLES_WANTED = 5
+BLOCKED_SAMPLES_WANTED = 10
+RETRYING = "a lock a step needs is held by another transaction: trying again"
 
 
 async def test_a_long_write_transaction_during_adoption_never_queues_writes_behind_migrate(
@@ -284,9 +285,12 @@ async def test_a_long_write_transaction_during_adoption_never_queues_writes_behi
         async with started(
             "migrate", "--database-url", url, "--lock-timeout-seconds", "120"
         ) as migrate:
+            await migrate.until(lambda: migrate.printed(RETRYING), "migrate trying again", 60)
+            # Several tries more, each with writes queued behind it for its 100 ms.
+            after_first = seen.blocked_samples
             await migrate.until(
-                lambda: seen.blocked_samples >= BLOCKED_SAMPLES_WANTED,
-                "writes seen waiting behind migrate's tries",
+                lambda: seen.blocked_samples >= after_first + BLOCKED_SAMPLES_WANTED,
+                "writes seen waiting behind migrate's later tries",
                 60,
             )
             held_until = time.time()
@@ -313,7 +317,7 @@ async def test_a_long_write_transaction_during_adoption_never_queues_writes_behi
         )
 
     assert migrated.returncode == 0, migrated.describe()
-    assert "a lock a step needs is held by another transaction: trying again" in migrated.stdout
+    assert RETRYING in migrated.stdout, migrated.describe()
     assert (indexes.valid, indexes.every_partition_indexed) == (True, True), indexes
     assert all(t.ok for t in transactions), [t for t in transactions if not t.ok][:5]
     assert seen.blocked_samples >= BLOCKED_SAMPLES_WANTED

@@ -165,7 +165,7 @@ async def test_a_worker_without_schema_beside_a_decoy_says_where_its_calendar_is
         assert done.returncode == 1, done.describe()
         assert (
             'the search_path ("$user", public) finds public.availability_slots, which '
-            "slot-expiration never adopted: its tables are in schema calendar, beside the "
+            "migrate never adopted: the worker's tables are in schema calendar, beside the "
             "calendar it adopted: point every command at it with --schema calendar"
         ) in done.stderr, done.describe()
     assert "to adopt public.availability_slots as a calendar of its own" in migrate.stderr

@@ -122,7 +122,8 @@ def test_a_long_write_transaction_never_makes_the_calendars_writes_queue_behind_
 
     assert writes == 10  # none gave up: each waited less than its 1 s lock_timeout
     assert isinstance(outcome, MigrationOutcome), outcome
-    assert outcome.after == head_revision()
+    # Said of the database as this migrate found it, whichever try finished the work.
+    assert (outcome.before, outcome.after, outcome.adopted) == (None, head_revision(), True)
     indexes = partition_indexes(empty_database_url)
     assert indexes.valid is True
     assert indexes.every_partition_indexed
@@ -159,7 +160,7 @@ def test_migrate_refuses_to_adopt_a_second_table_beside_the_calendar_it_adopted(
 
     assert str(refused.value) == (
         'the search_path ("$user", public) finds public.availability_slots, which '
-        "slot-expiration never adopted: its tables are in schema calendar, beside the "
+        "migrate never adopted: the worker's tables are in schema calendar, beside the "
         "calendar it adopted: point every command at it with --schema calendar "
         "(SLOT_EXPIRATION_SCHEMA), or the URL's options=-csearch_path%3Dcalendar, or ALTER "
         "ROLE postgres SET search_path = calendar; to adopt public.availability_slots as a "

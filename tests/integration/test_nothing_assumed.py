@@ -127,7 +127,7 @@ async def test_a_search_path_that_finds_another_table_than_the_adopted_one_is_re
             pass
 
     assert str(refused.value).startswith(
-        "the search_path (decoy, public) finds decoy.availability_slots, but slot-expiration "
+        "the search_path (decoy, public) finds decoy.availability_slots, but migrate "
         "adopted public.availability_slots: point every command at it with --schema public"
     )
     assert str(refused.value).endswith("; nothing changed")

@@ -38,7 +38,7 @@ def test_another_table_than_the_recorded_one_is_refused_naming_both() -> None:
 
     assert refusal is not None
     assert str(refusal) == (
-        "the search_path (decoy, public) finds decoy.availability_slots, but slot-expiration "
+        "the search_path (decoy, public) finds decoy.availability_slots, but migrate "
         "adopted public.availability_slots: point every command at it with --schema public "
         "(SLOT_EXPIRATION_SCHEMA), or the URL's options=-csearch_path%3Dpublic, or ALTER ROLE "
         "calendar SET search_path = public; nothing changed"
@@ -71,7 +71,7 @@ def test_a_decoy_beside_the_worker_tables_elsewhere_is_refused_migrate_told_how_
 
     assert worker is not None
     assert migrate is not None
-    assert "its tables are in schema calendar" in str(worker)
+    assert "the worker's tables are in schema calendar" in str(worker)
     assert "to adopt" not in str(worker)
     assert "run migrate with --schema public; nothing changed" in str(migrate)
     assert asked is None  # --schema public: adopting it is what was asked

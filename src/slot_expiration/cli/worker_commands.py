@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -92,8 +93,10 @@ def migrate(as_sql: bool, adopt: bool, from_revision: str | None, **given: Any) 
 def _migrate(url: str, settings: MigrateOptions) -> MigrationOutcome:
     from slot_expiration.store import migrate as migrations  # noqa: PLC0415 - Alembic only now
 
+    # Said while it waits, not when it ends: flushed, a pipe (a Job's log) sees it at once.
     def waiting() -> None:
         click.echo("another migrate is running on this database: waiting for it to finish")
+        sys.stdout.flush()
 
     def locked() -> None:
         click.echo(
@@ -101,6 +104,7 @@ def _migrate(url: str, settings: MigrateOptions) -> MigrationOutcome:
             f"waiting at most {migrations.LOCK_TRY_MS} ms (no calendar write queues behind "
             f"migrate longer), for {settings.lock_timeout_seconds:g} s in all"
         )
+        sys.stdout.flush()
 
     return migrations.upgrade(
         url, lock_timeout_ms=settings.lock_timeout_ms, on_wait=waiting, on_lock_wait=locked

@@ -36,7 +36,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
 from uuid import uuid4
 
@@ -196,11 +196,19 @@ def upgrade(
     head = _head()
     patience = _Patience(lock_timeout_ms, on_lock_wait)
     with _translated(), migration_lock(database_url, on_wait) as (session, waited):
+        # What the database was before this migrate: a try cut short by a lock leaves the
+        # migrations it finished committed, and the next try starts from there.
+        before = _starting_point(session)
         outcome = patience.retry(
             lambda: _upgrade(session, database_url, head, sandbox=sandbox),
             lambda: _revision_now(session),
         )
-        return _with(outcome, waited=waited)
+        return replace(
+            outcome,
+            before=before.revision,
+            adopted=outcome.adopted or (before.adopting and not outcome.ahead),
+            waited=waited,
+        )
 
 
 def _upgrade(
@@ -234,18 +242,6 @@ def _upgrade(
         adopted=start.adopting,
         notes=(*repaired, *config.attributes.get(migration_context.NOTES, ()), *moved),
         repaired=bool(repaired),
-    )
-
-
-def _with(outcome: MigrationOutcome, *, waited: bool) -> MigrationOutcome:
-    return MigrationOutcome(
-        before=outcome.before,
-        after=outcome.after,
-        adopted=outcome.adopted,
-        ahead=outcome.ahead,
-        waited=waited,
-        notes=outcome.notes,
-        repaired=outcome.repaired,
     )
 
 

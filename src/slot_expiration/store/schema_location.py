@@ -67,8 +67,8 @@ class SlotTableIdentity:
             return None  # --schema names the table: the search_path holds only that schema
         if self.recorded_in is not None and self.recorded_in != self.found_in:
             return WrongSlotTableError(
-                f"the search_path ({self.search_path}) finds {found}, but slot-expiration "
-                f"adopted {self.recorded_in}.availability_slots: "
+                f"the search_path ({self.search_path}) finds {found}, but migrate adopted "
+                f"{self.recorded_in}.availability_slots: "
                 f"{ways_to_point_at(self.recorded_in, self.role)}; nothing changed"
             )
         if self.worker_schema is None and self.worker_schemas_elsewhere:
@@ -80,8 +80,8 @@ class SlotTableIdentity:
                 else ""
             )
             return WrongSlotTableError(
-                f"the search_path ({self.search_path}) finds {found}, which slot-expiration "
-                f"never adopted: its tables are in schema {schema}, beside the calendar it "
+                f"the search_path ({self.search_path}) finds {found}, which migrate never "
+                f"adopted: the worker's tables are in schema {schema}, beside the calendar it "
                 f"adopted: {ways_to_point_at(schema, self.role)}{adopt}; nothing changed"
             )
         return None

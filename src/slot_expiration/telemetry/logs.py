@@ -41,6 +41,7 @@ class LogEvent:
     ENDPOINT_SERVING: Final = "endpoint.serving"
     SCHEMA_AHEAD: Final = "schema.ahead"
     SCHEMA_BEHIND: Final = "schema.behind"
+    START_CHECK_DEFERRED: Final = "start.check_deferred"
     UNKNOWN_VARIABLE: Final = "options.unknown_variable"
     HISTORY_WRITE_FAILED: Final = "history.write_failed"
     UI_SERVING: Final = "ui.serving"

@@ -34,7 +34,12 @@ from slot_expiration.loop import (
 )
 from slot_expiration.options import CycleOptions, WorkerOptions
 from slot_expiration.quarantine import PoisonBackoff
-from slot_expiration.store import CycleStore, SchemaMissingError, TransactionLimits
+from slot_expiration.store import (
+    CycleStore,
+    SchemaMissingError,
+    TransactionLimits,
+    TransientStoreError,
+)
 from slot_expiration.store.errors import SchemaFix
 from slot_expiration.store.schema_version import (
     HEAD_REVISION,
@@ -145,6 +150,17 @@ async def wait_for_migrate(options: CycleOptions) -> None:
             schema_revision=None,
             latest_revision=HEAD_REVISION,
             detail=f"{exc}: not ready until then, checked at every tick",
+        )
+    except TransientStoreError as exc:
+        # The database answered, but the check waited too long (a migration's table lock,
+        # say: the contract's checks read the table's definition): time cures it, as it
+        # does a cycle's. The worker starts; each tick's cycle checks again.
+        if exc.connecting:
+            raise
+        structlog.get_logger("slot_expiration").warning(
+            LogEvent.START_CHECK_DEFERRED,
+            sqlstate=exc.sqlstate,
+            detail=f"{exc}: the start check is left to each tick's cycle",
         )
 
 
