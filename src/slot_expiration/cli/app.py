@@ -11,7 +11,7 @@ import sys
 import click
 
 from slot_expiration.cli.admin_commands import grant
-from slot_expiration.cli.common import with_typed_urls_redacted
+from slot_expiration.cli.common import with_typed_secrets_redacted
 from slot_expiration.cli.demo_command import demo
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
 from slot_expiration.cli.quarantine_commands import quarantine
@@ -47,7 +47,7 @@ def main() -> None:
         click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
         raise SystemExit(ExitCode.USAGE) from None
     except click.ClickException as exc:
-        message = with_typed_urls_redacted(exc.format_message())
+        message = with_typed_secrets_redacted(exc.format_message())
         if _checking_status(sys.argv[1:]):
             unknown_usage(message)
         fail(message, ExitCode.USAGE)
