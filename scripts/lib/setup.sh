@@ -192,14 +192,20 @@ project_version() {
     "${PYTHON:-python3}" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])'
 }
 
+# The time a build of this checkout stamps on its files: its commit's (SOURCE_DATE_EPOCH when
+# set, as reproducible builds define it), so that two builds of one commit are the same bytes.
+source_date_epoch() {
+    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then echo "$SOURCE_DATE_EPOCH"; return; fi
+    git log -1 --format=%ct 2>/dev/null || echo 315532800  # not a git checkout: 1980-01-01
+}
+
 # The package as users get it: a wheel built from this checkout by the locked build backend
 # (no network, no build isolation), never the source tree. Prints the wheel's path.
 build_wheel() {
     local wheel="dist/slot_expiration-$(project_version)-py3-none-any.whl"
-    # setuptools reuses build/: a file deleted from src/ would linger in the next wheel.
-    rm -rf build/lib build/bdist.* dist src/*.egg-info
-    .venv/bin/python -m pip wheel -q --no-deps --no-build-isolation --wheel-dir dist . >&2
-    rm -rf build/lib build/bdist.* src/*.egg-info
+    rm -f "$wheel"
+    SOURCE_DATE_EPOCH="$(source_date_epoch)" \
+        .venv/bin/python -m pip wheel -q --no-deps --no-build-isolation --wheel-dir dist . >&2
     [ -f "$wheel" ] || { echo "setup: the build made no $wheel" >&2; return 1; }
     echo "$wheel"
 }
