@@ -115,13 +115,26 @@ def copy_tracked_files(tree: Path) -> Path:
     return tree
 
 
+def commit_time() -> str:
+    """The checkout's commit time, the one ./scripts/test stamps on the wheel's files."""
+    return subprocess.run(
+        ["git", "log", "-1", "--format=%ct"],
+        cwd=REPOSITORY,
+        capture_output=True,
+        check=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
+
+
 def build_wheel(
     destination: Path, include: list[str] | None = None, tree: Path | None = None
 ) -> Path:
     """A wheel of the tracked files (a clean copy: nothing local gets in, unless `tree` is
     given: a copy the caller made), built as ./scripts/test builds it: the locked build
-    backend, no isolation, no network. `include` limits the wheel to the files these globs
-    find, listed one by one as a hand-listed packaging would (to test the test)."""
+    backend, no isolation, no network, the commit's time on its files. `include` limits
+    the wheel to the files these globs find, listed one by one as a hand-listed packaging
+    would (to test the test)."""
     tree = tree or copy_tracked_files(destination / "tree")
     if include is not None:
         pyproject = tree / "pyproject.toml"
@@ -143,6 +156,7 @@ def build_wheel(
         check=True,
         capture_output=True,
         timeout=300,
+        env=os.environ | {"SOURCE_DATE_EPOCH": commit_time()},
     )
     (wheel,) = out.glob(f"{PACKAGE}-*.whl")
     return wheel
