@@ -185,6 +185,8 @@ ensure_venv() {  # $1: whose dependencies: "." (the package's) or ".[dev]" (with
     new_venv .venv
     .venv/bin/python -m pip install -q --require-hashes -r "$BUILD_LOCK"
     .venv/bin/python -m pip install -q --require-hashes -r "$lock"
+    # Python 3.11's venv brings a setuptools the locks do not name; no build uses it.
+    .venv/bin/python -m pip uninstall -q -y setuptools 2>/dev/null || true
     echo "$want" > "$stamp"
 }
 

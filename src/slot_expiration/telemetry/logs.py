@@ -42,6 +42,8 @@ class LogEvent:
     SCHEMA_AHEAD: Final = "schema.ahead"
     SCHEMA_BEHIND: Final = "schema.behind"
     UNKNOWN_VARIABLE: Final = "options.unknown_variable"
+    UNSUPPORTED_EXPORTER: Final = "traces.unsupported_exporter"
+    NATIVE_STDERR: Final = "native.stderr"  # a line libpq (native code) wrote to stderr
     HISTORY_WRITE_FAILED: Final = "history.write_failed"
     UI_SERVING: Final = "ui.serving"
 
