@@ -190,6 +190,27 @@ ensure_venv() {  # $1: whose dependencies: "." (the package's) or ".[dev]" (with
     echo "$want" > "$stamp"
 }
 
+# Every wheel these lock files pin, for CPython 3.11 on this machine's architecture, downloaded
+# once per lock content into .cache/wheelhouse/ (each file's hash checked against the lock);
+# prints the folder. pip installs from it with --no-index --find-links (the image, the test of
+# an upgrade from an older release).
+wheelhouse() {  # the lock files
+    local house
+    house=".cache/wheelhouse/$(cat "$@" | sha256sum | cut -c1-16)-$(uname -m)"
+    if [ ! -f "$house/.complete" ]; then
+        echo "setup: downloading the locked wheels into $house" >&2
+        rm -rf "$house"
+        mkdir -p "$house"
+        for lock in "$@"; do
+            .venv/bin/python -m pip download -q --disable-pip-version-check --require-hashes \
+                --only-binary=:all: --no-deps --python-version 3.11 --implementation cp \
+                --abi cp311 --abi abi3 --abi none --dest "$house" -r "$lock" >&2
+        done
+        touch "$house/.complete"
+    fi
+    echo "$house"
+}
+
 project_version() {
     "${PYTHON:-python3}" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])'
 }
