@@ -19,7 +19,6 @@ import os
 import re
 import shlex
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -141,7 +140,7 @@ def tracked_files(checkout: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def checkout(tmp_path: Path) -> Iterator[Path]:
+def checkout(tmp_path: Path) -> Path:
     """A clone of this repository, at 0.2.0."""
     path = tmp_path / "slot-expiration"
     subprocess.run(
@@ -150,7 +149,7 @@ def checkout(tmp_path: Path) -> Iterator[Path]:
         timeout=120,
     )
     git(path, "checkout", "-q", release_commit(PREVIOUS_RELEASE))
-    yield path
+    return path
 
 
 async def test_a_checkout_install_of_0_2_0_upgrades_in_place_as_the_readme_says(
