@@ -114,7 +114,11 @@ podman_machine_args() {
 # The test suite's name for the image it built: the version's tag plus this checkout's, so that
 # suites of two checkouts on one machine never test each other's image.
 suite_image_name() {
-    echo "localhost/slot-expiration:$(project_version)-suite-$(pwd -P | sha256sum | cut -c1-8)"
+    echo "localhost/slot-expiration:$(project_version)-suite-$(checkout_id)"
+}
+
+checkout_id() {  # this checkout's folder, as a short name two checkouts never share
+    pwd -P | sha256sum | cut -c1-8
 }
 
 # A base image with Debian's Python 3, made once from Debian packages through this machine's
