@@ -37,14 +37,19 @@ _LEVELS: Final = {
 @contextmanager
 def native_stderr_logged() -> Iterator[None]:
     """Within the block, each line native code writes to stderr is logged as a record of
-    its own (`native.stderr`, its level from libpq's prefix, `warning` if none)."""
+    its own (`native.stderr`, its level from libpq's prefix, `warning` if none). Where
+    Python's stderr is not the process's (a caller redirected it), nothing is changed."""
+    if not _writes_to_the_process_stderr():
+        yield
+        return
     sys.stderr.flush()
+    previous = sys.stderr
     real = os.dup(STDERR)
     read_end, write_end = os.pipe()
     os.dup2(write_end, STDERR)
     os.close(write_end)
     # Line-buffered, on the real stderr: Python's writes never pass through the pipe.
-    sys.stderr = open(  # noqa: SIM115 - open for the rest of the process
+    sys.stderr = open(  # noqa: SIM115 - kept open: the logs configured in the block write here
         real, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False
     )
     reader = threading.Thread(target=_log_lines, args=(read_end,), name="native-stderr")
@@ -57,6 +62,14 @@ def native_stderr_logged() -> Iterator[None]:
         os.dup2(real, STDERR)
         reader.join(DRAIN_SECONDS)
         sys.stderr.flush()
+        sys.stderr = previous  # fd 2 is the real stderr again
+
+
+def _writes_to_the_process_stderr() -> bool:
+    try:
+        return sys.stderr.fileno() == STDERR
+    except (AttributeError, OSError, ValueError):  # io.StringIO and the like
+        return False
 
 
 def _log_lines(fd: int) -> None:
