@@ -195,6 +195,7 @@ COMMANDS: list[tuple[str, ...]] = [
     ("slots", "publish", "--tenant", TENANT, "--consultant", CONSULTANT, "--slot"),
     ("slots", "showcase", "--tenant", TENANT),
     ("slots", "list", "--tenant", TENANT, "--consultant", CONSULTANT),
+    ("demo", "--interval-seconds", "1"),
 ]
 UNREACHABLE: list[tuple[str, ...]] = [
     ("migrate",),
@@ -203,6 +204,7 @@ UNREACHABLE: list[tuple[str, ...]] = [
     ("status", "--check"),
     ("quarantine", "list"),
     ("ui", "--addr", "127.0.0.1:0"),
+    ("demo",),
 ]
 
 
