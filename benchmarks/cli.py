@@ -18,7 +18,7 @@ from benchmarks.options import BenchOptionsError, bench_options, reproduce_comma
 from benchmarks.report import BenchReport, render_markdown, to_json
 from benchmarks.runner import run_bench
 from benchmarks.store import BENCH_SCHEMA
-from slot_expiration.cli.common import guarded, settings_from, with_typed_urls_redacted
+from slot_expiration.cli.common import guarded, settings_from, with_typed_secrets_redacted
 from slot_expiration.cli.demo_command import embedded_server_errors
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cli.option_flags import options
@@ -108,7 +108,7 @@ def main() -> None:
     try:
         code = bench.main(prog_name="bench", standalone_mode=False)
     except click.ClickException as exc:
-        fail(with_typed_urls_redacted(exc.format_message()), ExitCode.USAGE)
+        fail(with_typed_secrets_redacted(exc.format_message()), ExitCode.USAGE)
     except (click.exceptions.Abort, KeyboardInterrupt):
         print("bench: interrupted", file=sys.stderr)
         raise SystemExit(ExitCode.INTERRUPTED) from None

@@ -114,7 +114,11 @@ podman_machine_args() {
 # The test suite's name for the image it built: the version's tag plus this checkout's, so that
 # suites of two checkouts on one machine never test each other's image.
 suite_image_name() {
-    echo "localhost/slot-expiration:$(project_version)-suite-$(pwd -P | sha256sum | cut -c1-8)"
+    echo "localhost/slot-expiration:$(project_version)-suite-$(checkout_id)"
+}
+
+checkout_id() {  # this checkout's folder, as a short name two checkouts never share
+    pwd -P | sha256sum | cut -c1-8
 }
 
 # A base image with Debian's Python 3, made once from Debian packages through this machine's
@@ -185,21 +189,50 @@ ensure_venv() {  # $1: whose dependencies: "." (the package's) or ".[dev]" (with
     new_venv .venv
     .venv/bin/python -m pip install -q --require-hashes -r "$BUILD_LOCK"
     .venv/bin/python -m pip install -q --require-hashes -r "$lock"
+    # Python 3.11's venv brings a setuptools the locks do not name; no build uses it.
+    .venv/bin/python -m pip uninstall -q -y setuptools 2>/dev/null || true
     echo "$want" > "$stamp"
+}
+
+# Every wheel these lock files pin, for CPython 3.11 on this machine's architecture, downloaded
+# once per lock content into .cache/wheelhouse/ (each file's hash checked against the lock);
+# prints the folder. pip installs from it with --no-index --find-links (the image, the test of
+# an upgrade from an older release).
+wheelhouse() {  # the lock files
+    local house
+    house=".cache/wheelhouse/$(cat "$@" | sha256sum | cut -c1-16)-$(uname -m)"
+    if [ ! -f "$house/.complete" ]; then
+        echo "setup: downloading the locked wheels into $house" >&2
+        rm -rf "$house"
+        mkdir -p "$house"
+        for lock in "$@"; do
+            .venv/bin/python -m pip download -q --disable-pip-version-check --require-hashes \
+                --only-binary=:all: --no-deps --python-version 3.11 --implementation cp \
+                --abi cp311 --abi abi3 --abi none --dest "$house" -r "$lock" >&2
+        done
+        touch "$house/.complete"
+    fi
+    echo "$house"
 }
 
 project_version() {
     "${PYTHON:-python3}" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])'
 }
 
+# The time a build of this checkout stamps on its files: its commit's (SOURCE_DATE_EPOCH when
+# set, as reproducible builds define it), so that two builds of one commit are the same bytes.
+source_date_epoch() {
+    if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then echo "$SOURCE_DATE_EPOCH"; return; fi
+    git log -1 --format=%ct 2>/dev/null || echo 315532800  # not a git checkout: 1980-01-01
+}
+
 # The package as users get it: a wheel built from this checkout by the locked build backend
 # (no network, no build isolation), never the source tree. Prints the wheel's path.
 build_wheel() {
     local wheel="dist/slot_expiration-$(project_version)-py3-none-any.whl"
-    # setuptools reuses build/: a file deleted from src/ would linger in the next wheel.
-    rm -rf build/lib build/bdist.* dist src/*.egg-info
-    .venv/bin/python -m pip wheel -q --no-deps --no-build-isolation --wheel-dir dist . >&2
-    rm -rf build/lib build/bdist.* src/*.egg-info
+    rm -f "$wheel"
+    SOURCE_DATE_EPOCH="$(source_date_epoch)" \
+        .venv/bin/python -m pip wheel -q --no-deps --no-build-isolation --wheel-dir dist . >&2
     [ -f "$wheel" ] || { echo "setup: the build made no $wheel" >&2; return 1; }
     echo "$wheel"
 }

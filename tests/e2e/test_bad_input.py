@@ -400,3 +400,22 @@ async def test_a_url_typed_where_a_choice_is_expected_is_shown_without_its_passw
     assert done.returncode == USAGE, done.describe()
     assert PASSWORD not in done.stderr
     assert "postgres:***@127.0.0.1" in done.stderr, done.describe()
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        ["once", "host=db.internal sslpassword=Sekret42"],
+        ["once", "--log-format", "sslpassword=Sekret42"],
+        ["status", "--check", "oauth_client_secret=Sekret42"],
+    ],
+    ids=["extra-argument", "choice", "status-check"],
+)
+async def test_text_naming_a_secret_parameter_is_never_quoted_back(typed: list[str]) -> None:
+    """click quotes an unexpected argument or a value outside a choice: one holding a libpq
+    secret (key=value, as libpq's connection strings write it) is shown as ***."""
+    done = await run_command(*typed)
+
+    assert done.returncode != 0, done.describe()
+    assert "Sekret42" not in done.stdout + done.stderr, done.describe()
+    assert "***" in done.stdout + done.stderr, done.describe()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,7 @@ import aiohttp
 import pytest
 
 from slot_expiration.domain import SlotStatus
-from tests.support.artifact import REPOSITORY, installed_package
+from tests.support.artifact import REPOSITORY, build_wheel, installed_package, suite_wheel
 from tests.support.database import SlotDatabase
 from tests.support.podman import (
     BUILD_TIMEOUT_SECONDS,
@@ -153,3 +155,41 @@ async def test_ui_in_the_image_serves_the_page_with_its_stylesheet(
 
     assert status == 200, page[:500]
     assert f"<style>{stylesheet}</style>" in page
+
+
+def _podman(*args: str) -> str:
+    return subprocess.run(
+        ["podman", *args], capture_output=True, check=True, text=True, timeout=120
+    ).stdout
+
+
+def test_a_second_build_of_the_same_commit_reuses_every_layer_and_leaves_no_dangling_image(
+    image: str, tmp_path: Path
+) -> None:
+    """The wheel is built again (the same bytes: its dates are the commit's), and the image
+    with it: every step after FROM comes from the cache, the image is the one under test,
+    and neither build left an image without a name (the build stage's included)."""
+    wheel = build_wheel(tmp_path)
+    tested = suite_wheel()
+    if tested is not None:
+        assert wheel.read_bytes() == tested.read_bytes(), "the wheel is not reproducible"
+    before = _podman("image", "inspect", "--format", "{{.Id}}", image).strip()
+
+    done = subprocess.run(
+        ["./scripts/image", "--offline", "--wheel", str(wheel), "--also-tag", image],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_SECONDS,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    steps = [line for line in done.stderr.splitlines() if re.search(r"STEP \d+/\d+: ", line)]
+    rebuilt = [line for line in steps if " FROM " not in line]
+    assert len(re.findall(r"(?m)^--> Using cache ", done.stderr)) == len(rebuilt), done.stderr
+    assert _podman("image", "inspect", "--format", "{{.Id}}", image).strip() == before
+    made = set(re.findall(r"(?m)^--> (?:Using cache )?([0-9a-f]{11,64})$", done.stderr))
+    dangling = _podman("images", "--filter", "dangling=true", "--quiet", "--no-trunc").split()
+    left = [d for d in dangling if any(d.removeprefix("sha256:").startswith(m) for m in made)]
+    assert not left, f"images left without a name: {left}"

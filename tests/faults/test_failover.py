@@ -11,7 +11,6 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import psycopg
 import pytest
 
 from slot_expiration.domain import Slot
@@ -32,7 +31,7 @@ from tests.faults.workers import (
 from tests.support.database import SlotDatabase
 from tests.support.fault_report import FaultFigures
 from tests.support.ledger import Ledger
-from tests.support.servers import hot_standby, in_recovery
+from tests.support.servers import hot_standby, in_recovery, promote
 
 pytestmark = pytest.mark.faults
 
@@ -57,11 +56,6 @@ async def pair() -> AsyncIterator[Pair]:
         with hot_standby(primary) as standby:
             assert in_recovery(standby.url)
             yield Pair(primary, standby, slots)
-
-
-def promote(server: EmbeddedPostgres) -> None:
-    with psycopg.connect(server.url, autocommit=True) as conn:
-        conn.execute("SELECT pg_promote()")  # waits until the promotion is done
 
 
 async def test_a_read_only_standby_fails_cycles_writes_nothing_then_drains_once_promoted(

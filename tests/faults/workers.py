@@ -23,20 +23,14 @@ MESSAGE_CHARS = 200
 
 
 def run_args(
-    url: str, *extra: str, batch_size: int = 25, interval: str = INTERVAL_SECONDS
+    url: str, *extra: str, batch_size: int | None = 25, interval: str = INTERVAL_SECONDS
 ) -> tuple[str, ...]:
-    return (
-        "run",
-        "--interval-seconds",
-        interval,
-        "--batch-size",
-        str(batch_size),
-        "--drain-batch-size",
-        str(batch_size),
-        "--database-url",
-        url,
-        *extra,
-    )
+    """`run` on `url`, ticking every `interval`, with batches (drain batches too) of
+    `batch_size` rows, or of the worker's defaults when None."""
+    sizes: tuple[str, ...] = ()
+    if batch_size is not None:
+        sizes = ("--batch-size", str(batch_size), "--drain-batch-size", str(batch_size))
+    return ("run", "--interval-seconds", interval, *sizes, "--database-url", url, *extra)
 
 
 def overdue(count: int) -> list[Slot]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import subprocess
 import sys
 import zipfile
@@ -102,11 +101,8 @@ def suite_wheel() -> Path | None:
     return Path(named) if named else None
 
 
-def build_wheel(destination: Path, package_data: list[str] | None = None) -> Path:
-    """A wheel of the tracked files (a clean copy: nothing local gets in), built as
-    ./scripts/test builds it: the locked build backend, no isolation, no network.
-    `package_data` replaces pyproject.toml's package data globs (to test the test)."""
-    tree = destination / "tree"
+def copy_tracked_files(tree: Path) -> Path:
+    """The repository's tracked files, as they are in the work tree, copied into `tree`."""
     listed = subprocess.run(
         ["git", "ls-files", "-z"], cwd=REPOSITORY, capture_output=True, check=True, timeout=60
     )
@@ -116,13 +112,41 @@ def build_wheel(destination: Path, package_data: list[str] | None = None) -> Pat
             target = tree / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(source.read_bytes())
-    if package_data is not None:
+    return tree
+
+
+def commit_time() -> str:
+    """The checkout's commit time, the one ./scripts/test stamps on the wheel's files."""
+    return subprocess.run(
+        ["git", "log", "-1", "--format=%ct"],
+        cwd=REPOSITORY,
+        capture_output=True,
+        check=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
+
+
+def build_wheel(
+    destination: Path, include: list[str] | None = None, tree: Path | None = None
+) -> Path:
+    """A wheel of the tracked files (a clean copy: nothing local gets in, unless `tree` is
+    given: a copy the caller made), built as ./scripts/test builds it: the locked build
+    backend, no isolation, no network, the commit's time on its files. `include` limits
+    the wheel to the files these globs find, listed one by one as a hand-listed packaging
+    would (to test the test)."""
+    tree = tree or copy_tracked_files(destination / "tree")
+    if include is not None:
         pyproject = tree / "pyproject.toml"
         text = pyproject.read_text(encoding="utf-8")
-        globs = ", ".join(f'"{glob}"' for glob in package_data)
-        replaced = re.sub(r"(?m)^slot_expiration = \[.*\]$", f"slot_expiration = [{globs}]", text)
-        assert replaced != text, "pyproject.toml's package data is not one line"
-        pyproject.write_text(replaced, encoding="utf-8")
+        listed = sorted(
+            {str(path.relative_to(tree)) for glob in include for path in tree.glob(glob)}
+        )
+        hand_list = ", ".join(f'"{name}"' for name in listed)
+        packages = 'packages = ["src/slot_expiration"]'
+        assert packages in text, "pyproject.toml's wheel target names no package folder"
+        hand_listed = f'only-include = [{hand_list}]\nsources = ["src"]'
+        pyproject.write_text(text.replace(packages, hand_listed), encoding="utf-8")
     out = destination / "dist"
     subprocess.run(
         [
@@ -132,6 +156,7 @@ def build_wheel(destination: Path, package_data: list[str] | None = None) -> Pat
         check=True,
         capture_output=True,
         timeout=300,
+        env=os.environ | {"SOURCE_DATE_EPOCH": commit_time()},
     )
     (wheel,) = out.glob(f"{PACKAGE}-*.whl")
     return wheel

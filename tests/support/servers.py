@@ -151,6 +151,11 @@ def hot_standby(primary: EmbeddedPostgres) -> Iterator[EmbeddedPostgres]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def promote(server: EmbeddedPostgres) -> None:
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute("SELECT pg_promote()")  # waits until the promotion is done
+
+
 def in_recovery(url: str) -> bool:
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("SELECT pg_is_in_recovery()").fetchone()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from datetime import datetime, timedelta
 from uuid import uuid4
 
@@ -190,8 +191,19 @@ async def test_only_the_end_of_a_cycle_writes_a_record() -> None:
     assert written.records == []
 
 
-def test_the_default_instance_is_the_host_and_the_process() -> None:
-    host, _, pid = default_instance().rpartition(":")
+def test_the_default_instance_is_the_host_name_and_a_suffix_unique_per_process() -> None:
+    """Two containers run with --network=host share the host's name and are both pid 1:
+    hostname:pid named them alike (`vm:1`)."""
+    first, second = default_instance({}), default_instance({})
 
-    assert host
-    assert pid.isdigit()
+    assert first != second
+    for name in (first, second):
+        host, _, suffix = name.rpartition("-")
+        assert host == socket.gethostname()
+        assert len(suffix) == 6
+
+
+def test_the_default_instance_is_the_pod_name_when_the_deployment_gives_it() -> None:
+    assert default_instance({"POD_NAME": "slot-expiration-7d9f8-x2x4q"}) == (
+        "slot-expiration-7d9f8-x2x4q"
+    )

@@ -11,7 +11,7 @@ import sys
 import click
 
 from slot_expiration.cli.admin_commands import grant
-from slot_expiration.cli.common import with_typed_urls_redacted
+from slot_expiration.cli.common import with_typed_secrets_redacted
 from slot_expiration.cli.demo_command import demo
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
 from slot_expiration.cli.quarantine_commands import quarantine
@@ -44,10 +44,9 @@ def main() -> None:
     try:
         code = cli.main(prog_name=PROGRAM, standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
-        click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
-        raise SystemExit(ExitCode.USAGE) from None
+        fail(_missing_command(exc.ctx), ExitCode.USAGE)
     except click.ClickException as exc:
-        message = with_typed_urls_redacted(exc.format_message())
+        message = with_typed_secrets_redacted(exc.format_message())
         if _checking_status(sys.argv[1:]):
             unknown_usage(message)
         fail(message, ExitCode.USAGE)
@@ -55,6 +54,16 @@ def main() -> None:
         print(f"{PROGRAM}: interrupted", file=sys.stderr)
         raise SystemExit(ExitCode.INTERRUPTED) from None
     raise SystemExit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def _missing_command(ctx: click.Context | None) -> str:
+    """`slot-expiration` or `slot-expiration slots` alone: a usage error like any other,
+    one line on stderr naming the commands and the usage, never the help on stdout."""
+    if ctx is None or not isinstance(ctx.command, click.Group):
+        return "missing arguments; see --help"
+    commands = ", ".join(ctx.command.list_commands(ctx))
+    usage = " ".join(ctx.get_usage().split()).removeprefix("Usage: ")
+    return f"missing command, one of: {commands}; usage: {usage} (--help for more)"
 
 
 def _checking_status(args: list[str]) -> bool:

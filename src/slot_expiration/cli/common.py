@@ -18,8 +18,8 @@ from slot_expiration.options import (
     DatabaseOptions,
     OptionsError,
     load_settings,
-    redact_url,
 )
+from slot_expiration.options.database_url import redact_typed, redact_url
 from slot_expiration.store import ErrorFamily, SchemaMissingError, StoreError
 from slot_expiration.store.errors import SchemaFix
 from slot_expiration.store.privileges import GrantRefusedError
@@ -90,16 +90,18 @@ def store_failure(exc: StoreError, url: str) -> str:
     return f"{exc}{code}"
 
 
-def with_typed_urls_redacted(message: str) -> str:
+def with_typed_secrets_redacted(message: str) -> str:
     """A message that quotes what the user typed (click's usage errors quote an unknown
     argument or a value outside a choice), each URL given on the command line or in one
-    of our variables shown as redact_url rebuilds it: whole, never a password."""
+    of our variables shown as redact_url rebuilds it (whole, never a secret), and any other
+    text naming a secret parameter (`sslpassword=...`) not shown at all."""
     given = [value for name, value in os.environ.items() if name.startswith(ENV_PREFIX)]
     # `--option=value` carries the value after the first '='.
     typed = [part for arg in sys.argv[1:] for part in (arg, arg.partition("=")[2])]
     # The longest first: a URL inside a longer argument goes with that argument. Quoted
     # as repr() quotes it too (click's "{value!r} is not a valid boolean", say).
-    for text in sorted({t for t in [*given, *typed] if "://" in t}, key=len, reverse=True):
-        shown = redact_url(text)
-        message = message.replace(text, shown).replace(repr(text)[1:-1], repr(shown)[1:-1])
+    for text in sorted({t for t in [*given, *typed] if t}, key=len, reverse=True):
+        shown = redact_typed(text)
+        if shown != text:
+            message = message.replace(text, shown).replace(repr(text)[1:-1], repr(shown)[1:-1])
     return message

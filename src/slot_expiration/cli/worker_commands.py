@@ -13,7 +13,7 @@ import click
 from slot_expiration.cli.common import guarded, required_url, settings_from, store_failure
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cli.option_flags import options
-from slot_expiration.cli.warnings import log_unknown_variables
+from slot_expiration.cli.warnings import log_environment_warnings
 from slot_expiration.cycle import CycleFailed, CycleResult
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.options import (
@@ -26,6 +26,7 @@ from slot_expiration.status.wording import count_of
 from slot_expiration.store import StoreError
 from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.telemetry import configure_logging
+from slot_expiration.telemetry.native_stderr import native_stderr_logged
 from slot_expiration.worker import run_once, run_worker
 from slot_expiration.worker.open_files import raise_open_files_limit
 
@@ -165,18 +166,20 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
     required_url(settings)
     now = datetime.now(UTC)
     moment = parse_as_of(as_of, now, allow_future=allow_future_as_of)
-    configure_logging(settings.log_format)
-    log_unknown_variables()
-    try:
-        result = guarded(
-            lambda: asyncio.run(run_once(settings, moment, as_of_is_now=as_of is None)), settings
-        )
-    except CycleFailed as failed:
-        if json_output:
-            click.echo(json.dumps(failed.ended.result.summary()))
-        interrupted = failed.outcome is CycleOutcome.INTERRUPTED
-        code = ExitCode.INTERRUPTED if interrupted else ExitCode.FAILURE
-        fail(cut_short_line(failed, settings), code)
+    with native_stderr_logged():
+        configure_logging(settings.log_format)
+        log_environment_warnings()
+        try:
+            result = guarded(
+                lambda: asyncio.run(run_once(settings, moment, as_of_is_now=as_of is None)),
+                settings,
+            )
+        except CycleFailed as failed:
+            if json_output:
+                click.echo(json.dumps(failed.ended.result.summary()))
+            interrupted = failed.outcome is CycleOutcome.INTERRUPTED
+            code = ExitCode.INTERRUPTED if interrupted else ExitCode.FAILURE
+            fail(cut_short_line(failed, settings), code)
     click.echo(json.dumps(result.summary()) if json_output else _one_line(result))
 
 
@@ -220,10 +223,11 @@ def run(**given: Any) -> None:
     """Poll until SIGTERM or SIGINT, then stop gracefully (exit 0)."""
     settings = settings_from(WorkerOptions, **given)
     required_url(settings)
-    configure_logging(settings.log_format)
-    log_unknown_variables()
-    raise_open_files_limit()
-    guarded(lambda: asyncio.run(run_worker(settings)), settings)
+    with native_stderr_logged():
+        configure_logging(settings.log_format)
+        log_environment_warnings()
+        raise_open_files_limit()
+        guarded(lambda: asyncio.run(run_worker(settings)), settings)
 
 
 def _utc_text(moment: datetime) -> str:

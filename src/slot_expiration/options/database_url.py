@@ -1,4 +1,4 @@
-"""Database URLs as libpq reads them: checked, shown without their password, and given a
+"""Database URLs as libpq reads them: checked, shown without any secret, and given a
 search_path, always from the parts libpq parses (never by editing the text).
 
 libpq (through psycopg.conninfo) is the one parser: whatever it finds in a URL
@@ -22,8 +22,24 @@ URL_PREFIXES: Final = ("postgresql://", "postgres://")
 # What separates the arguments of libpq's `options` on the server (pg_split_opts: C's
 # isspace, in the C locale).
 _OPTIONS_WHITESPACE: Final = " \t\n\r\v\f"
-# Shown in place of a password: the reader learns that one was given, never any of it.
+# Shown in place of a secret: the reader learns that one was given, never any of it.
 HIDDEN: Final = "***"
+# The SCRAM keys a pooler may pass through stand for the password itself; libpq marks them
+# as debug options ("D"), not as secrets ("*"), so they are named here.
+_SECRET_DEBUG_OPTIONS: Final = frozenset({"scram_client_key", "scram_server_key"})
+
+
+def _secret_keywords() -> frozenset[str]:
+    """Every parameter libpq holds a secret in: those its own table of options marks to be
+    shown as `*` (password, sslpassword, oauth_client_secret in libpq 18), whatever this
+    libpq's version adds, and the SCRAM keys."""
+    marked = {
+        option.keyword.decode() for option in pq.Conninfo.get_defaults() if option.dispchar == b"*"
+    }
+    return frozenset(marked | _SECRET_DEBUG_OPTIONS | {"password"})
+
+
+SECRET_KEYWORDS: Final = _secret_keywords()
 
 
 class DatabaseUrlError(ValueError):
@@ -71,20 +87,24 @@ def _ambiguous_userinfo(url: str) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """The URL rebuilt from the parts libpq reads, its password left out (`***` shows
-    where one was given): fit for logs and error lines."""
+    """The URL rebuilt from the parts libpq reads, every secret left out (`***` shows
+    where one was given: the password, sslpassword, ...): fit for logs and error lines."""
     try:
         parts = url_parts(url)
     except DatabaseUrlError:
         return "<invalid URL>"
-    return url_from_parts(parts, scheme=_scheme(url), hide_password=True)
+    return url_from_parts(parts, scheme=_scheme(url), hide_secrets=True)
 
 
-def has_password(url: str) -> bool:
-    try:
-        return "password" in url_parts(url)
-    except DatabaseUrlError:
-        return False
+def redact_typed(text: str) -> str:
+    """Something a user typed, fit to quote back: a URL as redact_url shows it; other text
+    that names a secret parameter (`sslpassword=...`, as libpq's key=value strings say it)
+    not at all; anything else as it is."""
+    if "://" in text:
+        return redact_url(text)
+    if any(f"{keyword}=" in text.lower() for keyword in SECRET_KEYWORDS):
+        return HIDDEN
+    return text
 
 
 def with_search_path(url: str, schema: str) -> str:
@@ -114,15 +134,18 @@ def search_path_of(url: str) -> str | None:
 
 
 def url_from_parts(
-    parts: Mapping[str, str], *, scheme: str = URL_PREFIXES[0], hide_password: bool = False
+    parts: Mapping[str, str], *, scheme: str = URL_PREFIXES[0], hide_secrets: bool = False
 ) -> str:
     """A URL that libpq reads as exactly these parts (hosts and ports in the authority
-    where a URL can say them, anything else in the query string)."""
+    where a URL can say them, anything else in the query string); with `hide_secrets`,
+    one to show: each secret's value replaced by `***`, the rest exactly as libpq reads it."""
     rest = dict(parts)
+    if hide_secrets:
+        rest = {key: HIDDEN if key in SECRET_KEYWORDS else value for key, value in rest.items()}
     user = quote(rest.pop("user", ""), safe="")
     password = rest.pop("password", None)
     if password is not None:
-        user += ":" + (HIDDEN if hide_password else quote(password, safe=""))
+        user += ":" + (password if hide_secrets else quote(password, safe=""))
     hosts = _authority_hosts(rest)
     if hosts is not None:
         rest.pop("host", None)
@@ -131,11 +154,17 @@ def url_from_parts(
     dbname = rest.pop("dbname", None)
     path = "" if dbname is None else "/" + quote(dbname, safe="")
     query = "&".join(
-        f"{quote(key, safe='')}={quote(value, safe='')}" for key, value in rest.items()
+        f"{quote(key, safe='')}={_query_value(key, value, hide_secrets)}"
+        for key, value in rest.items()
     )
     if query and not path:
         path = "/"
     return f"{scheme}{netloc}{path}" + (f"?{query}" if query else "")
+
+
+def _query_value(key: str, value: str, hidden: bool) -> str:
+    # `***` is left as it reads: it stands for a value, it is not one.
+    return value if hidden and key in SECRET_KEYWORDS else quote(value, safe="")
 
 
 def _authority_hosts(parts: Mapping[str, str]) -> str | None:

@@ -313,8 +313,8 @@ class CycleOptions(DatabaseOptions):
         Field(
             max_length=MAX_INSTANCE_ID_CHARS,
             pattern=r"^[^\x00-\x1f\x7f]*$",
-            description="This worker's name in the cycle history (`status`, `ui`); '' = "
-            "hostname:pid.",
+            description="This worker's name in the cycle history (`status`, `ui`); '' = the "
+            "pod's name (POD_NAME), else the host name and a random suffix.",
             json_schema_extra={"allowed": f"text, at most {MAX_INSTANCE_ID_CHARS} characters"},
         ),
     ] = ""

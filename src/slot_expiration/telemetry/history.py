@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final
@@ -39,9 +40,18 @@ DRAIN_TIMEOUT_SECONDS: Final = WRITE_TIMEOUT_SECONDS + 1.0
 Write = Callable[[CycleRecord], Awaitable[object]]
 
 
-def default_instance() -> str:
-    """hostname:pid: tells replicas apart, and restarts of one."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+# Set from the downward API (metadata.name) by the Kubernetes Deployment of the deploy kit.
+POD_NAME_VARIABLE: Final = "POD_NAME"
+
+
+def default_instance(environ: Mapping[str, str] | None = None) -> str:
+    """The pod's name when the deployment gives it, else the host's name and a short random
+    suffix: unique per container even where containers share a host name and a pid (two
+    containers run with --network=host are both pid 1 on the host's name)."""
+    pod = (os.environ if environ is None else environ).get(POD_NAME_VARIABLE, "").strip()
+    if pod:
+        return pod
+    return f"{socket.gethostname()}-{secrets.token_hex(3)}"
 
 
 @dataclass(slots=True)

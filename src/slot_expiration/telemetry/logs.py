@@ -43,6 +43,8 @@ class LogEvent:
     SCHEMA_BEHIND: Final = "schema.behind"
     START_CHECK_DEFERRED: Final = "start.check_deferred"
     UNKNOWN_VARIABLE: Final = "options.unknown_variable"
+    UNSUPPORTED_EXPORTER: Final = "traces.unsupported_exporter"
+    NATIVE_STDERR: Final = "native.stderr"  # a line libpq (native code) wrote to stderr
     HISTORY_WRITE_FAILED: Final = "history.write_failed"
     UI_SERVING: Final = "ui.serving"
 

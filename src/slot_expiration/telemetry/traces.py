@@ -231,13 +231,28 @@ def add_trace_id(
     return event_dict
 
 
+# The values of OTEL_TRACES_EXPORTER this worker acts on; `none` turns traces off.
+SUPPORTED_EXPORTERS: Final = frozenset({"otlp", "none"})
+
+
+def _exporters(environ: Mapping[str, str]) -> set[str]:
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return set()
+    named = environ.get("OTEL_TRACES_EXPORTER", "").split(",")
+    return {name.strip().lower() for name in named} - {""}
+
+
+def unsupported_exporters(environ: Mapping[str, str]) -> list[str]:
+    """The exporters OTEL_TRACES_EXPORTER names that this worker cannot send spans to
+    (zipkin, console, ...): each is ignored, which the worker says once at start."""
+    return sorted(_exporters(environ) - SUPPORTED_EXPORTERS)
+
+
 def otlp_requested(environ: Mapping[str, str]) -> bool:
     """Whether the standard variables ask for spans to be exported over OTLP."""
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
-    exporters = {
-        name.strip().lower() for name in environ.get("OTEL_TRACES_EXPORTER", "").split(",")
-    } - {""}
+    exporters = _exporters(environ)
     if exporters:
         return "otlp" in exporters
     return bool(
