@@ -155,6 +155,20 @@ async def test_a_failed_write_is_logged_with_the_run_id_and_nothing_is_raised() 
     )
 
 
+async def test_a_failed_write_logs_at_most_500_characters_of_its_message() -> None:
+    refusal = TransientStoreError("refused: " + "x" * 1_000_000, "XX000")
+    hooks = _hooks(Written(refusal), FakeClock())
+
+    with capture_logs() as logs:
+        hooks(CycleEnded(cycle_result()))
+        await hooks.drain()
+
+    (line,) = [entry for entry in logs if entry["event"] == "history.write_failed"]
+    assert len(line["exception"]) <= MAX_MESSAGE_CHARS
+    assert line["exception"].startswith("refused: xxx")
+    assert line["exception"].endswith("\u2026 (1000009 characters)")
+
+
 async def test_a_write_that_never_answers_is_given_up_at_its_timeout() -> None:
     hooks = _hooks(Written(hang=True), FakeClock(), timeout_seconds=0.05)
     result = cycle_result()

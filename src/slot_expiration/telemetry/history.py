@@ -93,7 +93,7 @@ class HistorySink:
             clock_skew_seconds=result.clock_skew_seconds,
             error_type=None if error is None else type(error).__name__,
             sqlstate=sqlstate_of(error),
-            # A database's message, bounded (the log line has it whole).
+            # A database's message, bounded as the log line bounds it.
             error=None if error is None else excerpt(describe(error)),
         )
 
@@ -114,7 +114,7 @@ class HistorySink:
                 outcome=record.outcome.value,
                 error_type=type(exc).__name__,
                 sqlstate=exc.sqlstate if isinstance(exc, StoreError) else None,
-                exception=str(exc) or f"no answer within {self._timeout_seconds:g} s",
+                exception=excerpt(str(exc)) or f"no answer within {self._timeout_seconds:g} s",
             )
 
     @property
