@@ -168,6 +168,23 @@ async def test_status_on_a_database_never_migrated_says_to_migrate_and_exits_1(
     )
 
 
+async def test_check_on_a_database_never_migrated_is_critical_run_migrate(
+    empty_database_url: str,
+) -> None:
+    """It was UNKNOWN (exit 3), as if the check could not read the database."""
+    done = await run_command("status", "--check", "--database-url", empty_database_url)
+    as_json = await run_command("status", "--check", "--json", "--database-url", empty_database_url)
+
+    assert done.returncode == 2, done.describe()
+    assert done.stdout == (
+        "CRITICAL: the database was never migrated: run `slot-expiration migrate` (it creates "
+        "availability_slots and the worker's tables)\n"
+    )
+    assert done.stderr == ""
+    (finding,) = json.loads(as_json.stdout)["check"]["findings"]
+    assert finding["runbook_section"] == "the-worker-is-misconfigured"
+
+
 async def test_status_on_an_unreachable_database_is_one_line_exit_1_without_the_password(
     closed_port: int,
 ) -> None:
