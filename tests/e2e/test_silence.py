@@ -172,8 +172,8 @@ async def test_every_replica_killed_reads_a_warning_at_once_from_readyz_and_from
     assert told.returncode == 1, told.describe()
     a, b = (replica.address for replica in replicas)
     assert told.stdout == (
-        f"WARNING: replica {a} does not answer /readyz: no answer: [Errno 111] Connection "
-        f"refused; replica {b} does not answer /readyz: no answer: [Errno 111] Connection "
+        f"WARNING: replica {a} does not answer /readyz: [Errno 111] Connection "
+        f"refused; replica {b} does not answer /readyz: [Errno 111] Connection "
         "refused\n"
     )
     assert page == told.stdout.rstrip("\n")

@@ -58,6 +58,7 @@ async def test_status_json_reports_counts_backlog_oldest_sessions_failures_and_i
         "latest": head_revision(),
         "up_to_date": True,
         "ahead": False,
+        "never_migrated": False,
         "contract_mismatches": [],
         "missing_tables": [],
         "worker_mismatches": [],
@@ -330,6 +331,37 @@ async def test_check_is_quiet_on_a_backlog_above_5000_coming_down(
 
     assert done.returncode == 0, done.describe()  # 5,002 left, 7,000 half an hour before
     assert done.stdout.strip().endswith("; backlog 5002; quarantine empty")
+
+
+async def test_check_is_quiet_on_a_drain_where_every_other_cycle_fails(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    """Stuck at 8,000 for an hour (the trend 0), then draining 500 a success while every
+    other cycle fails: no two successes in a row, so the stuck hour's trend is held. 0.3.0
+    warned for as long as the flaky drain lasted; the count itself comes down."""
+    now = datetime.now(UTC)
+    history = Housekeeping(db.url, timedelta(days=14))
+    for step in range(24, 0, -1):  # a cycle every 5 minutes, the last 5 minutes ago
+        ended = now - timedelta(minutes=5 * step)
+        flaky, success = step <= 12, step % 2 == 1
+        if not flaky:
+            await record_cycle(history, cycle_record(ended, instance="w", backlog=8_000))
+        elif success:
+            left = 8_000 - 500 * (13 - step) // 2
+            await record_cycle(history, cycle_record(ended, instance="w", backlog=left))
+        else:
+            await record_cycle(
+                history, cycle_record(ended, CycleOutcome.FAILED, instance="w", backlog=None)
+            )
+    await db.conn.execute(DUE_BACKLOG, {"now": now, "count": 5_000 + 1_000})
+
+    done = await run_command("status", "--check", "--database-url", secret_url)
+    page = await run_command("status", "--json", "--database-url", secret_url)
+
+    assert done.returncode == 0, done.describe()
+    assert done.stdout.strip().endswith("; backlog 6000; quarantine empty")
+    change = json.loads(page.stdout)["cycles"]["backlog_change"]["change"]
+    assert change == 5_000 - 6_500, change  # the counts of 5 and of 35 minutes ago
 
 
 # The poison slot's entry, failing since an hour ago: SlotExpirationItemErrors' `for: 1h`.

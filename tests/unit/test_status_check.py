@@ -399,7 +399,7 @@ def test_a_replica_whose_login_is_refused_is_critical_and_its_lost_cycle_said() 
 
 def test_replicas_not_answering_or_not_ready_are_warnings_and_ready_ones_say_nothing() -> None:
     answers = (
-        ReplicaAnswer("10.0.0.5:9464", False, False, "no answer: [Errno 111] Connection refused"),
+        ReplicaAnswer("10.0.0.5:9464", False, False, "[Errno 111] Connection refused"),
         ReplicaAnswer("10.0.0.6:9464", True, False, "database: connection refused"),
         ReplicaAnswer("10.0.0.7:9464", True, True, "database answers, schema up to date"),
     )
@@ -408,7 +408,7 @@ def test_replicas_not_answering_or_not_ready_are_warnings_and_ready_ones_say_not
 
     assert verdict.level is Level.WARNING
     assert verdict.summary() == (
-        "WARNING: replica 10.0.0.5:9464 does not answer /readyz: no answer: [Errno 111] "
+        "WARNING: replica 10.0.0.5:9464 does not answer /readyz: [Errno 111] "
         "Connection refused; replica 10.0.0.6:9464 is not ready: database: connection refused"
     )
 

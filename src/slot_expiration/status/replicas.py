@@ -84,7 +84,7 @@ def _ask(address: ListenAddress) -> ReplicaAnswer:
             status, body = exc.code, exc.read(MAX_ANSWER_BYTES + 1)
     except (urllib.error.URLError, OSError) as exc:
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-        return ReplicaAnswer(shown, False, False, f"no answer: {excerpt(str(reason))}")
+        return ReplicaAnswer(shown, False, False, excerpt(str(reason)))
     return read_answer(shown, status, body)
 
 

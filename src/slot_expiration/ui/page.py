@@ -91,6 +91,7 @@ class CycleRow:
     latest ended `ended`, the first `since`."""
 
     ended: str
+    ended_at: datetime
     since: str
     count: int
     instances: tuple[str, ...]  # each replica once, newest first
@@ -151,6 +152,7 @@ def context(snapshot: UiSnapshot, verdict: Verdict, options: PageOptions) -> dic
         "index": _part(snapshot.index, index_text),
         "count_of": count_of,
         "iso": _iso,
+        "when": when,
         "one_line": one_line,
     }
 
@@ -280,6 +282,7 @@ def _row(group: list[CycleRecord]) -> CycleRow:
     outcome = latest.outcome.value
     return CycleRow(
         ended=_iso(latest.ended_at),
+        ended_at=latest.ended_at,
         since=_iso(first.ended_at),
         count=count,
         instances=tuple(dict.fromkeys(c.instance for c in group)),
@@ -298,6 +301,15 @@ def _row(group: list[CycleRecord]) -> CycleRow:
 def _error(cycle: CycleRecord) -> str:
     code = f" (SQLSTATE {cycle.sqlstate})" if cycle.sqlstate else ""
     return f"{cycle.error_type}{code}: {one_line(cycle.error or '')}"
+
+
+def when(moment: datetime | None) -> tuple[str, str]:
+    """A moment as a table's cell shows it: its date and its time (the template keeps each
+    whole, so that a narrow column breaks between the two, never inside either)."""
+    if moment is None:
+        return "", ""
+    utc = moment.astimezone(UTC)
+    return f"{utc:%Y-%m-%d}", f"{utc:%H:%M:%S} UTC"
 
 
 def _iso(moment: datetime | None) -> str:
