@@ -359,11 +359,11 @@ def backlog_fall(
     """How far the count the latest cycle left (of `rows`, oldest first) is below the one
     the latest cycle `window` before `as_of` left; None unless it is below. A run of
     successes broken by failures holds its trend: the count still shows the drain."""
-    counted = [row for row in rows if row.backlog is not None]
-    before = [row for row in counted if row.ended_at <= as_of - window]
+    counted = [(row.ended_at, count) for row in rows if (count := row.backlog) is not None]
+    before = [count for ended_at, count in counted if ended_at <= as_of - window]
     if not before:
         return None
-    fall = int(counted[-1].backlog or 0) - int(before[-1].backlog or 0)
+    fall = counted[-1][1] - before[-1]
     return fall if fall < 0 else None
 
 

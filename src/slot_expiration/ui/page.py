@@ -90,8 +90,7 @@ class CycleRow:
     """One cycle, or identical failures in a row folded into one: `count` of them, the
     latest ended `ended`, the first `since`."""
 
-    ended: str
-    ended_at: datetime
+    ended: datetime
     since: str
     count: int
     instances: tuple[str, ...]  # each replica once, newest first
@@ -151,7 +150,6 @@ def context(snapshot: UiSnapshot, verdict: Verdict, options: PageOptions) -> dic
         "schema": _part(health.schema, lambda s: schema_text(s, health.latest_revision)),
         "index": _part(snapshot.index, index_text),
         "count_of": count_of,
-        "iso": _iso,
         "when": when,
         "one_line": one_line,
     }
@@ -281,8 +279,7 @@ def _row(group: list[CycleRecord]) -> CycleRow:
     count = len(group)
     outcome = latest.outcome.value
     return CycleRow(
-        ended=_iso(latest.ended_at),
-        ended_at=latest.ended_at,
+        ended=latest.ended_at,
         since=_iso(first.ended_at),
         count=count,
         instances=tuple(dict.fromkeys(c.instance for c in group)),
