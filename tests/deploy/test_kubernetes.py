@@ -20,7 +20,7 @@ import yaml
 from tests.deploy.crd_schemas import validator
 from tests.deploy.prometheus_rule import PROMETHEUS_RULE, render, rule_groups
 from tests.deploy.timing import worst_graceful_stop_seconds
-from tests.support.promtool import RUNBOOK_BASE, runbook_anchors
+from tests.support.promtool import RUNBOOK_BASE, promtool, runbook_anchors
 
 pytestmark = pytest.mark.deploy
 
@@ -80,6 +80,16 @@ def _one(directory: Path, kind: str) -> Manifest:
     return found
 
 
+def _rule(directory: Path, name: str) -> Manifest:
+    """The PrometheusRule called `name`."""
+    (found,) = [
+        m
+        for m in _manifests(directory)
+        if m["kind"] == "PrometheusRule" and m["metadata"]["name"] == name
+    ]
+    return found
+
+
 def _pod_specs(directory: Path) -> dict[str, Manifest]:
     return {
         m["kind"]: m["spec"]["template"]["spec"]
@@ -99,10 +109,10 @@ def _env(container: Manifest) -> dict[str, Any]:
 @KUSTOMIZATIONS
 def test_kubectl_kustomize_renders_every_resource(directory: Path) -> None:
     kinds = sorted(m["kind"] for m in _manifests(directory))
+    # The overlay adds the rule for its own deployment, never scraped.
+    rules = ["PrometheusRule"] * (2 if directory == OVERLAY else 1)
 
-    assert kinds == sorted(
-        [*BUILT_IN_KINDS, "ConfigMap", "PodMonitor", "PrometheusRule"]  # 2 ConfigMaps
-    )
+    assert kinds == sorted([*BUILT_IN_KINDS, "ConfigMap", "PodMonitor", *rules])  # 2 ConfigMaps
 
 
 @KUSTOMIZATIONS
@@ -156,7 +166,7 @@ def test_podmonitor_and_prometheusrule_pass_the_prometheus_operator_crd_schemas(
 
 
 def test_the_crd_schemas_refuse_an_unknown_field_and_a_malformed_duration() -> None:
-    monitor, rule = _one(OVERLAY, "PodMonitor"), _one(OVERLAY, "PrometheusRule")
+    monitor, rule = _one(OVERLAY, "PodMonitor"), _rule(OVERLAY, "slot-expiration")
     monitor["spec"]["podMetricsEndpoints"][0]["intervall"] = "30s"
     rule["spec"]["groups"][0]["rules"][0]["for"] = "5 minutes"
 
@@ -173,7 +183,7 @@ def test_the_prometheusrule_is_the_one_generated_from_alerts_yml() -> None:
 
     assert committed == render(), "run: .venv/bin/python -m tests.deploy.prometheus_rule"
     assert yaml.safe_load(committed)["spec"]["groups"] == rule_groups()
-    assert _one(BASE, "PrometheusRule")["spec"]["groups"] == rule_groups()
+    assert _rule(BASE, "slot-expiration")["spec"]["groups"] == rule_groups()
 
 
 def test_the_dashboard_configmap_holds_the_dashboard_file_for_grafanas_sidecar() -> None:
@@ -334,9 +344,43 @@ def test_the_overlay_sets_the_runbook_base_of_every_alert_and_keeps_each_anchor(
 
 
 def _alerts_runbook_urls(directory: Path) -> dict[str, str]:
-    groups = _one(directory, "PrometheusRule")["spec"]["groups"]
+    groups = _rule(directory, "slot-expiration")["spec"]["groups"]
     rules = [rule for group in groups for rule in group["rules"] if "alert" in rule]
     return {rule["alert"]: rule["annotations"]["runbook_url"] for rule in rules}
+
+
+NEVER_SCRAPED = "slot-expiration-never-scraped"
+NEVER_SCRAPED_TEST = Path(__file__).with_name("never_scraped_test.yml")
+
+
+def test_the_overlay_generates_the_never_scraped_rule_for_its_own_namespace() -> None:
+    overlay = yaml.safe_load((OVERLAY / "kustomization.yaml").read_text(encoding="utf-8"))
+    (rule,) = [r for g in _rule(OVERLAY, NEVER_SCRAPED)["spec"]["groups"] for r in g["rules"]]
+
+    assert overlay["namespace"] == "calendar"
+    assert 'absent(up{namespace="calendar", job=~"(.+/)?slot-expiration"})' in rule["expr"]
+    assert "NAMESPACE" not in rule["expr"]
+    assert rule["alert"] == "SlotExpirationNotReporting"
+    assert rule["annotations"]["runbook_url"].partition("#")[2] in runbook_anchors()
+
+
+def test_the_never_scraped_rule_fires_for_its_deployment_beside_another_one_scraped(
+    tmp_path: Path,
+) -> None:
+    """promtool's tests (tests/deploy/never_scraped_test.yml) of the overlay's rule as
+    kustomize renders it, beside the base's rules it reads."""
+    groups = [
+        group
+        for name in ("slot-expiration", NEVER_SCRAPED)
+        for group in _rule(OVERLAY, name)["spec"]["groups"]
+    ]
+    rules = yaml.safe_load(NEVER_SCRAPED_TEST.read_text(encoding="utf-8"))["rule_files"]
+    (tmp_path / rules[0]).write_text(yaml.safe_dump({"groups": groups}), encoding="utf-8")
+    shutil.copy(NEVER_SCRAPED_TEST, tmp_path)
+
+    tested = promtool("test", "rules", NEVER_SCRAPED_TEST.name, cwd=tmp_path)
+
+    assert tested.returncode == 0, tested.output
 
 
 def test_the_overlay_deploys_the_image_tagged_with_the_pyproject_version() -> None:

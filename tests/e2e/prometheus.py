@@ -85,16 +85,19 @@ def free_port() -> int:
 
 @asynccontextmanager
 async def prometheus(
-    folder: Path, targets: Sequence[str], rule_files: Sequence[Path]
+    folder: Path,
+    targets: Sequence[str],
+    rule_files: Sequence[Path],
+    scrape_configs: Sequence[dict[str, Any]] = (),
 ) -> AsyncIterator[Prometheus]:
+    """Scraping `targets` as the job `slot-expiration`, or as `scrape_configs` say."""
     binary = shutil.which("prometheus")
     assert binary is not None, "prometheus is missing: ./scripts/test installs it"
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(path) for path in rule_files],
-        "scrape_configs": [
-            {"job_name": "slot-expiration", "static_configs": [{"targets": list(targets)}]}
-        ],
+        "scrape_configs": list(scrape_configs)
+        or [{"job_name": "slot-expiration", "static_configs": [{"targets": list(targets)}]}],
     }
     (folder / "prometheus.yml").write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML
     address = f"127.0.0.1:{free_port()}"

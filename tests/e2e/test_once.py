@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 from datetime import timedelta
 
@@ -332,3 +333,57 @@ async def test_once_in_drain_mode_reports_the_totals_of_all_its_batches(
     events = done.log_events()
     assert [e["count"] for e in events if e["event"] == "batch.selected"] == [5, 5, 5, 5, 3]
     assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
+
+
+# A trigger that refuses every expiry with a message of a megabyte (`sqlstate`: a row
+# rejection, P0001, or a failure of the whole cycle, XX000).
+MEGABYTE_REFUSAL = """
+CREATE FUNCTION refuse_loudly() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    RAISE EXCEPTION 'slot refuses to expire: %', repeat('x', 1000000) USING ERRCODE = '{code}';
+END $$;
+CREATE TRIGGER refuse_loudly BEFORE UPDATE ON availability_slots
+    FOR EACH ROW EXECUTE FUNCTION refuse_loudly();
+"""
+MEGABYTE_MESSAGE_CHARS = len("slot refuses to expire: ") + 1_000_000
+LOG_LINE_CHARS = 2_000  # a log line: its event's fields, and at most 500 of a message
+
+
+async def test_once_logs_a_megabyte_rejection_on_each_of_200_rows_in_500_characters(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await db.insert(past_slots(200))
+    await db.execute(MEGABYTE_REFUSAL.format(code="P0001"))
+
+    done = await run_command(
+        "once", "--json", "--as-of", AS_OF.isoformat(), "--database-url", secret_url
+    )
+
+    assert done.returncode == 0, done.describe()[:2_000]
+    failed = [e for e in done.log_events() if e["event"] == "item.failed"]
+    assert len(failed) == 200
+    for event in failed:
+        assert len(event["exception"]) <= 500
+        assert event["exception"].startswith("slot refuses to expire: xxx")
+        assert event["exception"].endswith(f"\u2026 ({MEGABYTE_MESSAGE_CHARS} characters)")
+    assert max(len(line) for line in done.stderr.splitlines()) < LOG_LINE_CHARS
+    assert len(done.stderr) < 200 * LOG_LINE_CHARS  # 0.3.0 logged 200 MB here
+
+
+async def test_once_failing_on_a_megabyte_message_logs_and_prints_500_characters_of_it(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await db.insert(past_slots(3))
+    await db.execute(MEGABYTE_REFUSAL.format(code="XX000"))  # the server's, not the row's
+
+    done = await run_command("once", "--as-of", AS_OF.isoformat(), "--database-url", secret_url)
+
+    assert done.returncode == 1, done.describe()[:2_000]
+    *logged, last = done.stderr.splitlines()
+    (failed,) = [e for e in parse_log_lines(logged) if e["event"] == "cycle.failed"]
+    assert len(failed["exception"]) <= 500
+    assert failed["exception"].endswith(f"\u2026 ({MEGABYTE_MESSAGE_CHARS} characters)")
+    # The line says what failed, then what the history keeps of the message.
+    assert last.startswith("slot-expiration: error: database error, transient (SQLSTATE XX000)")
+    assert re.search(r"xxx\u2026 \(10000\d\d characters\)$", last), last[-100:]
+    assert len(last) <= 500 + len("slot-expiration: error: ")
+    assert len(done.stderr) < 5 * LOG_LINE_CHARS

@@ -4,8 +4,11 @@ variables chosen as Grafana would from what Prometheus holds, has data."""
 
 from __future__ import annotations
 
+import json
 import signal
+from functools import partial
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -106,6 +109,7 @@ async def _scraped_and_evaluated(server: Prometheus, target: str) -> None:
     assert set(rules) == {
         "namespace_job:calendar_slot_expiration_last_success_timestamp_seconds:max",
         "namespace_job:calendar_slot_expiration_interval_seconds:max",
+        "namespace_job:calendar_slot_expiration_targets:count",
         "SlotExpirationNoSuccessfulCycle",
         "SlotExpirationNotReporting",
         "SlotExpirationBacklogHigh",
@@ -146,3 +150,92 @@ async def _variables_as_grafana_chooses_them(server: Prometheus) -> dict[str, st
             selector = selector.replace(f"${earlier}", value)
         chosen[name] = regex_value(await server.label_values(label, selector))
     return chosen
+
+
+def _deployment(folder: Path, namespace: str, targets: list[str]) -> dict[str, Any]:
+    """A scrape config as the PodMonitor's looks to the rules: job `<namespace>/slot-expiration`
+    and a `namespace` label, its targets from a file Prometheus watches (as it watches pods)."""
+    listing = folder / f"{namespace}.json"
+    _write_targets(listing, namespace, targets)
+    return {
+        "job_name": f"{namespace}/slot-expiration",
+        "file_sd_configs": [{"files": [str(listing)], "refresh_interval": "1s"}],
+    }
+
+
+def _write_targets(listing: Path, namespace: str, targets: list[str]) -> None:
+    groups = [{"targets": targets, "labels": {"namespace": namespace}}] if targets else []
+    staged = listing.with_suffix(".tmp")
+    staged.write_text(json.dumps(groups), encoding="utf-8")
+    staged.replace(listing)
+
+
+async def test_a_deployment_whose_targets_vanish_beside_another_goes_pending_as_targets_gone(
+    db: SlotDatabase, secret_url: str, tmp_path: Path
+) -> None:
+    """Two deployments scraped by one real Prometheus; every target of one vanishes (its pods
+    gone: Prometheus drops them, their `up` ends). 0.3.0's rules said nothing of it until the
+    no-success alert, 34 minutes later."""
+    args = ("run", "--interval-seconds", "1", "--metrics-addr", "127.0.0.1:0")
+    async with (
+        started(*args, "--instance-id", "calendar-a", "--database-url", secret_url) as calendar,
+        started(*args, "--instance-id", "staging-a", "--database-url", secret_url) as staging,
+    ):
+        calendar_target = urlsplit(await endpoint_url(calendar)).netloc
+        staging_target = urlsplit(await endpoint_url(staging)).netloc
+        configs = [
+            _deployment(tmp_path, "calendar", [calendar_target]),
+            _deployment(tmp_path, "staging", [staging_target]),
+        ]
+        async with prometheus(tmp_path, [], [ALERTS], configs) as server:
+            try:
+                await _vanished_and_pending(server, tmp_path / "calendar.json")
+            except AssertionError as failure:
+                raise AssertionError(
+                    f"{failure}\n--- prometheus log\n{server.describe()}"
+                ) from None
+
+
+async def _vanished_and_pending(server: Prometheus, listing: Path) -> None:
+    targets = "namespace_job:calendar_slot_expiration_targets:count"
+    for namespace in ("calendar", "staging"):
+        recorded = f'{targets}{{namespace="{namespace}"}}'
+        await eventually(
+            partial(_holds, server, recorded, 1), f"{namespace}'s target recorded", WAIT_SECONDS
+        )
+    _write_targets(listing, "calendar", [])
+    await eventually(
+        lambda: _holds(server, f'{targets}{{job="calendar/slot-expiration"}}', 0),
+        "calendar's targets recorded gone",
+        WAIT_SECONDS,
+    )
+
+    async def pending_for_calendar_alone() -> bool:
+        data = await server.api("alerts")
+        reporting = [
+            a["labels"] for a in data["alerts"] if a["labels"]["alertname"] == NOT_REPORTING
+        ]
+        return reporting == [
+            {
+                "alertname": NOT_REPORTING,
+                "namespace": "calendar",
+                "job": "calendar/slot-expiration",
+                "reason": "targets_gone",
+                "severity": "warning",
+            }
+        ]
+
+    await eventually(pending_for_calendar_alone, "NotReporting pending for calendar", WAIT_SECONDS)
+    assert await server.value(f'{targets}{{job="staging/slot-expiration"}}') == 1
+    (alert,) = [
+        a
+        for a in (await server.api("alerts"))["alerts"]
+        if a["labels"]["alertname"] == NOT_REPORTING
+    ]
+    assert alert["state"] == "pending"  # `for: 10m`: promtool's cases show it firing
+    assert alert["annotations"]["summary"] == (
+        "Prometheus finds no replica of slot-expiration calendar/slot-expiration any more"
+    )
+
+
+NOT_REPORTING = "SlotExpirationNotReporting"

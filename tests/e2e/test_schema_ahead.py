@@ -81,3 +81,21 @@ async def test_status_says_the_schema_is_ahead_of_this_release(
     assert f"{LATER}: {_said_ahead()}; migrations only add" in schema_line
     schema = json.loads(document.stdout)["schema"]
     assert (schema["revision"], schema["ahead"], schema["up_to_date"]) == (LATER, True, False)
+
+
+async def test_check_on_a_schema_ahead_warns_with_advice_that_is_true(
+    ahead: SlotDatabase, secret_url: str
+) -> None:
+    """A rollback: the newer release's migration stays (migrations only add), and this one's
+    `migrate` has nothing to do: "run migrate" would page with advice that does nothing."""
+    once = await run_command("once", "--database-url", secret_url)
+    migrate = await run_command("migrate", "--database-url", secret_url)
+
+    done = await run_command("status", "--check", "--database-url", secret_url)
+
+    assert (once.returncode, migrate.returncode) == (0, 0), once.describe() + migrate.describe()
+    assert done.returncode == 1, done.describe()
+    assert done.stdout == (
+        f"WARNING: {_said_ahead()}: a newer release migrated this database; roll forward, or "
+        "keep this release: it works on the newer schema (migrations only add)\n"
+    )

@@ -58,6 +58,7 @@ async def test_status_json_reports_counts_backlog_oldest_sessions_failures_and_i
         "latest": head_revision(),
         "up_to_date": True,
         "ahead": False,
+        "never_migrated": False,
         "contract_mismatches": [],
         "missing_tables": [],
         "worker_mismatches": [],
@@ -166,6 +167,23 @@ async def test_status_on_a_database_never_migrated_says_to_migrate_and_exits_1(
         "slot-expiration: error: table availability_slots does not exist: the schema is "
         "missing or out of date: run `slot-expiration migrate` first (SQLSTATE 42P01)\n"
     )
+
+
+async def test_check_on_a_database_never_migrated_is_critical_run_migrate(
+    empty_database_url: str,
+) -> None:
+    """It was UNKNOWN (exit 3), as if the check could not read the database."""
+    done = await run_command("status", "--check", "--database-url", empty_database_url)
+    as_json = await run_command("status", "--check", "--json", "--database-url", empty_database_url)
+
+    assert done.returncode == 2, done.describe()
+    assert done.stdout == (
+        "CRITICAL: the database was never migrated: run `slot-expiration migrate` (it creates "
+        "availability_slots and the worker's tables)\n"
+    )
+    assert done.stderr == ""
+    (finding,) = json.loads(as_json.stdout)["check"]["findings"]
+    assert finding["runbook_section"] == "the-worker-is-misconfigured"
 
 
 async def test_status_on_an_unreachable_database_is_one_line_exit_1_without_the_password(
@@ -313,6 +331,37 @@ async def test_check_is_quiet_on_a_backlog_above_5000_coming_down(
 
     assert done.returncode == 0, done.describe()  # 5,002 left, 7,000 half an hour before
     assert done.stdout.strip().endswith("; backlog 5002; quarantine empty")
+
+
+async def test_check_is_quiet_on_a_drain_where_every_other_cycle_fails(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    """Stuck at 8,000 for an hour (the trend 0), then draining 500 a success while every
+    other cycle fails: no two successes in a row, so the stuck hour's trend is held. 0.3.0
+    warned for as long as the flaky drain lasted; the count itself comes down."""
+    now = datetime.now(UTC)
+    history = Housekeeping(db.url, timedelta(days=14))
+    for step in range(24, 0, -1):  # a cycle every 5 minutes, the last 5 minutes ago
+        ended = now - timedelta(minutes=5 * step)
+        flaky, success = step <= 12, step % 2 == 1
+        if not flaky:
+            await record_cycle(history, cycle_record(ended, instance="w", backlog=8_000))
+        elif success:
+            left = 8_000 - 500 * (13 - step) // 2
+            await record_cycle(history, cycle_record(ended, instance="w", backlog=left))
+        else:
+            await record_cycle(
+                history, cycle_record(ended, CycleOutcome.FAILED, instance="w", backlog=None)
+            )
+    await db.conn.execute(DUE_BACKLOG, {"now": now, "count": 5_000 + 1_000})
+
+    done = await run_command("status", "--check", "--database-url", secret_url)
+    page = await run_command("status", "--json", "--database-url", secret_url)
+
+    assert done.returncode == 0, done.describe()
+    assert done.stdout.strip().endswith("; backlog 6000; quarantine empty")
+    change = json.loads(page.stdout)["cycles"]["backlog_change"]["change"]
+    assert change == 5_000 - 6_500, change  # the counts of 5 and of 35 minutes ago
 
 
 # The poison slot's entry, failing since an hour ago: SlotExpirationItemErrors' `for: 1h`.

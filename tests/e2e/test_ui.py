@@ -128,9 +128,11 @@ async def _quarantine(
 
 
 @asynccontextmanager
-async def serving(url: str, env: dict[str, str] | None = None) -> AsyncIterator[str]:
-    """`slot-expiration ui` on a free port; yields the page's URL it printed."""
-    async with started("ui", "--addr", "127.0.0.1:0", "--database-url", url, env=env) as ui:
+async def serving(
+    url: str, env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+) -> AsyncIterator[str]:
+    """`slot-expiration ui` (with `args`) on a free port; yields the page's URL it printed."""
+    async with started("ui", "--addr", "127.0.0.1:0", *args, "--database-url", url, env=env) as ui:
         yield await _page_url(ui)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -21,7 +22,7 @@ from selenium.webdriver.common.by import By
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
-from tests.e2e.command import run_command
+from tests.e2e.command import run_command, with_password
 from tests.e2e.test_ui import serving
 from tests.support.browser import chromium, full_page_png
 from tests.support.database import SlotDatabase
@@ -252,3 +253,124 @@ async def test_with_the_database_down_the_pages_verdict_is_the_checks_unknown(
     assert looked.summary.startswith("UNKNOWN: cannot connect to the database (postgresql://")
     assert check.returncode == 3
     assert check.stdout.splitlines() == [looked.summary]
+
+
+async def test_a_database_never_migrated_is_served_and_its_verdict_is_the_checks_critical(
+    empty_database_url: str, tmp_path: Path
+) -> None:
+    """`ui` refused to start there, and `status --check` said UNKNOWN."""
+    url = with_password(empty_database_url)
+
+    async with serving(url) as page:
+        looked = await asyncio.to_thread(_look, page, tmp_path / "profile")
+    check = await run_command("status", "--check", "--database-url", url)
+
+    _save("never-migrated", looked.png)
+    assert (looked.first_section, looked.level) == ("verdict", "critical")
+    assert looked.summary == (
+        "CRITICAL: the database was never migrated: run `slot-expiration migrate` (it creates "
+        "availability_slots and the worker's tables)"
+    )
+    assert check.returncode == 2
+    assert check.stdout.splitlines() == [looked.summary]
+    assert looked.links == [f"{RUNBOOK}what-the-verdict-says", f"{RUNBOOK}{MISCONFIGURED}"]
+    assert "Schema\nnone: the database was never migrated" in looked.text
+
+
+# -- the page at 1280 px and on a phone (390 px) --------------------------------------------
+
+# Test-side SQL: `count` due slots in quarantine, each rejected with a message as a check
+# constraint words it, the row quoted (as much as the quarantine keeps: 500 characters).
+REJECTED = """
+WITH slots AS (
+    INSERT INTO availability_slots
+    SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
+           now() - i * interval '1 minute', now() - i * interval '1 minute' + interval '30 minutes',
+           'Available', 1, now(), now()
+    FROM generate_series(1, %(count)s) AS i
+    RETURNING id, tenant_id
+)
+INSERT INTO slot_expiration_failures
+    (slot_id, attempts, first_failed_at, last_failed_at, next_attempt_at, sqlstate, message)
+SELECT id, 3, now() - interval '2 hours', now(), now() + interval '20 minutes', '23514',
+       left('new row for relation "availability_slots" violates check constraint '
+            || '"slot_expiry_audited" DETAIL: Failing row contains (' || id || ', '
+            || tenant_id || ', ' || repeat('Available, 2026-12-02 11:00:00+00, ', 12) || ')', 500)
+FROM slots
+"""
+
+# Every table: whether it scrolls sideways inside its box, whether that box stays inside its
+# card, and each cell's rendered width and whether its text overflows it.
+LAYOUT = """
+const view = document.documentElement.clientWidth;
+return {
+  view: view,
+  page_overflow: document.documentElement.scrollWidth - view,
+  verdict_right: document.getElementById("verdict").getBoundingClientRect().right,
+  tables: [...document.querySelectorAll("div.table")].map(box => {
+    const card = box.closest("section").getBoundingClientRect();
+    const own = box.getBoundingClientRect();
+    return {
+      card: box.closest("section").querySelector("h2").textContent.trim(),
+      scrolls: box.scrollWidth > box.clientWidth + 1,
+      widths: [box.scrollWidth, box.clientWidth],
+      inside_card: own.left >= card.left - 0.5 && own.right <= card.right + 0.5,
+      cells: [...box.querySelectorAll("tbody th, tbody td")].map(cell => ({
+        kind: cell.className,
+        width: cell.getBoundingClientRect().width,
+        cut: cell.scrollWidth > cell.clientWidth + 1,
+        text: cell.textContent.trim().slice(0, 40),
+      })),
+    };
+  }),
+};
+"""
+# A message or an error readable at 1280 px: some 30 characters a line, not 4.
+MESSAGE_MIN_PX = 240
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+
+
+def _layout(page: str, profile: Path, phone: bool, state: str) -> dict[str, Any]:
+    with chromium(profile) as driver:
+        if phone:
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
+        driver.get(page)
+        found: dict[str, Any] = driver.execute_script(LAYOUT)
+        if phone:
+            height = int(driver.execute_script("return document.documentElement.scrollHeight"))
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE | {"height": height})
+            _save(state, driver.get_screenshot_as_png())
+        else:
+            _save(state, full_page_png(driver))
+        return found
+
+
+async def test_every_column_is_readable_at_1280_px_and_tables_scroll_in_their_card_on_a_phone(
+    db: SlotDatabase, secret_url: str, tmp_path: Path, closed_port: int
+) -> None:
+    """0.3.0 cut the quarantine's Message column to some 4 characters at 1280 px and left a
+    folded failure's error at the card's edge."""
+    await _failing(db, datetime.now(UTC))
+    await db.conn.execute(REJECTED, {"count": 3})
+    replicas = ("--replicas", f"127.0.0.1:{closed_port},localhost:{closed_port}")
+
+    async with serving(secret_url, args=replicas) as page:
+        wide = await asyncio.to_thread(_layout, page, tmp_path / "wide", False, "columns-1280")
+        phone = await asyncio.to_thread(_layout, page, tmp_path / "phone", True, "phone-390")
+
+    assert wide["view"] == 1280
+    assert wide["page_overflow"] <= 0
+    assert {t["card"] for t in wide["tables"]} == {"Replicas", "Recent cycles", "Quarantine"}
+    for table in wide["tables"]:
+        assert not table["scrolls"], (table["card"], table["widths"])  # within the card
+        assert table["inside_card"], table["card"]
+        for cell in table["cells"]:
+            assert not cell["cut"], (table["card"], cell)
+            if "message" in cell["kind"] and cell["text"]:
+                assert cell["width"] >= MESSAGE_MIN_PX, (table["card"], cell)
+    assert phone["view"] == PHONE["width"]
+    assert phone["page_overflow"] <= 0  # the page itself never scrolls sideways
+    assert phone["verdict_right"] <= PHONE["width"]
+    for table in phone["tables"]:
+        assert table["inside_card"], table["card"]
+    assert any(table["scrolls"] for table in phone["tables"])  # a wide one scrolls inside

@@ -252,3 +252,27 @@ async def _quarantine(db: SlotDatabase, slot_id: object, ended_at: datetime | No
         "VALUES (%s, 1, %s, %s, %s, 'P0001', 'slot refuses to expire', %s, %s)",
         (slot_id, AS_OF, AS_OF, AS_OF, ended_at, None if ended_at is None else "Expired"),
     )
+
+
+async def test_the_charts_points_are_each_buckets_largest_backlog_at_its_cycles_own_time(
+    db: SlotDatabase,
+) -> None:
+    """A point stood at its bucket's start: two minutes off the cycle the chart's words
+    named (a cycle at 12:04:50 in the bucket of 12:03 read "at 12:03")."""
+    noon = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    records = [
+        cycle_record(noon + timedelta(minutes=4, seconds=50), backlog=20_000, instance="a:1"),
+        cycle_record(noon + timedelta(minutes=5, seconds=10), backlog=19_500, instance="b:2"),
+        cycle_record(noon + timedelta(minutes=7), backlog=19_000, instance="a:1"),
+        cycle_record(noon + timedelta(minutes=8), CycleOutcome.FAILED, backlog=None),
+    ]
+    for record in records:
+        await record_cycle(Housekeeping(db.url, RETENTION), record)
+
+    async with StatusStore.connect(db.url, "slot-expiration-status") as store:
+        points = await store.history.backlog_since(noon, 180.0)
+
+    assert [(p.at, p.backlog) for p in points] == [
+        (noon + timedelta(minutes=4, seconds=50), 20_000),  # the bucket of 12:03
+        (noon + timedelta(minutes=7), 19_000),  # the bucket of 12:06
+    ]

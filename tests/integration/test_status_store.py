@@ -257,6 +257,7 @@ async def test_collect_status_gathers_the_whole_report_on_the_databases_clock(
         "latest": head_revision(),
         "up_to_date": True,
         "ahead": False,
+        "never_migrated": False,
         "contract_mismatches": [],
         "missing_tables": [],
         "worker_mismatches": [],
@@ -365,7 +366,7 @@ async def test_a_part_the_role_may_not_read_says_why_and_the_rest_still_prints(
     assert report.backlog == 1
     text = render_text(report)
     assert "failed slots   cannot read: permission denied" in text
-    assert "backlog        1 Available slots have started" in text
+    assert "backlog        1 Available slot has started" in text
 
 
 async def test_a_dropped_column_and_table_are_named_in_the_schema_part(db: SlotDatabase) -> None:

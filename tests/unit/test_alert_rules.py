@@ -29,13 +29,19 @@ ALERT_NAMES = (
     "SlotExpirationItemErrors",
     "SlotExpirationMisconfigured",
 )
-# What the no-success alert reads: each deployment's last success and interval, remembered.
+# What the no-success alert reads: each deployment's last success and interval, remembered;
+# what the not-reporting alert reads: each deployment's targets, remembered.
 RECORDS = (
     "namespace_job:calendar_slot_expiration_last_success_timestamp_seconds:max",
     "namespace_job:calendar_slot_expiration_interval_seconds:max",
+    "namespace_job:calendar_slot_expiration_targets:count",
 )
-# How a summary names the deployment: namespace/job, or the job alone without a namespace.
-DEPLOYMENT = "{{ with $labels.namespace }}{{ . }}/{{ end }}{{ $labels.job }}"
+# How a summary names the deployment: namespace/job; the job alone without a namespace, or
+# when the job holds it already (the PodMonitor's `<namespace>/slot-expiration`).
+DEPLOYMENT = (
+    '{{ if not (match "/" $labels.job) }}{{ with $labels.namespace }}{{ . }}/{{ end }}{{ end }}'
+    "{{ $labels.job }}"
+)
 
 
 def _document() -> dict[str, Any]:
@@ -160,6 +166,7 @@ BACKLOG, ITEMS, MISCONFIGURED = (
     "SlotExpirationMisconfigured",
 )
 LAST_SUCCESS = "namespace_job:calendar_slot_expiration_last_success_timestamp_seconds:max"
+TARGETS = "namespace_job:calendar_slot_expiration_targets:count"
 UP = 'up{job=~"(.+/)?slot-expiration"}'
 # A weakened or broken rule must make the rule tests fail: they really discriminate. Each
 # mutation names the alert whose tests must catch it (only those run: promtool is slow).
@@ -203,6 +210,11 @@ MUTATIONS = {
         f"\n          or\n          {LAST_SUCCESS} == 0",
         "",
     ),
+    "no-success counts from 1970 for a deployment that never succeeded": (
+        NO_SUCCESS,
+        f"time() - ({LAST_SUCCESS} > 0)",
+        f"time() - {LAST_SUCCESS}",
+    ),
     # SlotExpirationNotReporting
     "not-reporting blind to targets down": (NOT_REPORTING, f"{UP} == 0", f"{UP} == 2"),
     "not-reporting blind to a target scraped without cycles": (
@@ -217,6 +229,21 @@ MUTATIONS = {
     ),
     "not-reporting on a brief restart": (NOT_REPORTING, "    for: 10m", "    for: 0m"),
     "not-reporting slower than 15 minutes": (NOT_REPORTING, "    for: 10m", "    for: 16m"),
+    "not-reporting blind to a deployment whose targets vanished": (
+        NOT_REPORTING,
+        f"{TARGETS} == 0,",
+        f"{TARGETS} == -1,",
+    ),
+    "not-reporting forgets a deployment once its targets vanish": (
+        NOT_REPORTING,
+        f"\n          or\n          0 * last_over_time({TARGETS}[1d])",
+        "",
+    ),
+    "not-reporting says never scraped of a deployment it knew": (
+        NOT_REPORTING,
+        f"\n          unless on ()\n          {TARGETS}",
+        "",
+    ),
     "not-reporting across deployments": (
         NOT_REPORTING,
         "== 1)\n            unless on (namespace, job)",
@@ -264,6 +291,15 @@ MUTATIONS = {
         BACKLOG,
         'ALERTS{alertname="SlotExpirationNoSuccessfulCycle", alertstate="firing"}',
         'ALERTS{alertname="SlotExpirationNoSuchAlert", alertstate="firing"}',
+    ),
+    "backlog holds a trend from before failures while the count comes down": (
+        BACKLOG,
+        "\n            unless on (namespace, job)\n            (\n"
+        "              max by (namespace, job) (calendar_slot_expiration_backlog)\n"
+        "              < on (namespace, job)\n"
+        "              max by (namespace, job) (calendar_slot_expiration_backlog offset 30m)\n"
+        "            )",
+        "",
     ),
     "backlog reads gone replicas beside live ones": (
         BACKLOG,

@@ -382,3 +382,65 @@ def test_the_dashboard_links_the_runbook_and_its_sections_under_the_runbook_base
         base, _, anchor = section["url"].partition("#")
         assert base == RUNBOOK_BASE
         assert anchor in runbook_anchors()
+
+
+def test_seconds_since_last_success_tells_replicas_without_a_success_from_no_replica(
+    tmp_path: Path,
+) -> None:
+    """A deployment whose replicas report but none has completed a cycle since it started
+    reads -1, shown as "no success since start" in red; one whose replicas report nothing is
+    no value ("no replica reports"); one that succeeded reads the seconds since."""
+    panel = _panel("seconds since last success")
+    (target,) = panel["targets"]
+    expression = substitute(target["expr"], ALL, rate_interval_seconds=300, range_seconds=3600)
+    name = "calendar_slot_expiration_last_success_timestamp_seconds"
+    test = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "30s",
+                "input_series": [
+                    # calendar: both replicas restarted, neither has completed a cycle yet.
+                    {
+                        "series": f'{name}{{namespace="calendar",job="se",instance="a"}}',
+                        "values": "0x20",
+                    },
+                    {
+                        "series": f'{name}{{namespace="calendar",job="se",instance="b"}}',
+                        "values": "0x20",
+                    },
+                    # staging: one replica succeeded at 60 s, another has not yet.
+                    {
+                        "series": f'{name}{{namespace="staging",job="se",instance="c"}}',
+                        "values": "60x20",
+                    },
+                    {
+                        "series": f'{name}{{namespace="staging",job="se",instance="d"}}',
+                        "values": "0x20",
+                    },
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": expression,
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {"labels": '{namespace="calendar",job="se"}', "value": -1},
+                            {"labels": '{namespace="staging",job="se"}', "value": 240},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "since_test.yml").write_text(json.dumps(test), encoding="utf-8")
+    defaults = panel["fieldConfig"]["defaults"]
+    values = [m for m in defaults["mappings"] if m["type"] == "value"]
+
+    tested = promtool("test", "rules", "since_test.yml", cwd=tmp_path)
+
+    assert tested.returncode == 0, tested.output
+    (mapping,) = values
+    assert mapping["options"]["-1"]["text"] == "no success since start"
+    assert mapping["options"]["-1"]["color"] == "red"
+    assert defaults["noValue"] == "no replica reports"

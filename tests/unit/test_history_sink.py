@@ -156,6 +156,36 @@ async def test_a_failed_write_is_logged_with_the_run_id_and_nothing_is_raised() 
     )
 
 
+async def test_a_failed_write_logs_at_most_500_characters_of_its_message() -> None:
+    refusal = TransientStoreError("refused: " + "x" * 1_000_000, "XX000")
+    hooks = _hooks(Written(refusal), FakeClock())
+
+    with capture_logs() as logs:
+        hooks(CycleEnded(cycle_result()))
+        await hooks.drain()
+
+    (line,) = [entry for entry in logs if entry["event"] == "history.write_failed"]
+    assert len(line["exception"]) <= MAX_MESSAGE_CHARS
+    assert line["exception"].startswith("refused: xxx")
+    assert line["exception"].endswith("\u2026 (1000009 characters)")
+
+
+async def test_each_row_written_or_lost_is_told_with_why_it_was_lost() -> None:
+    told: list[tuple[CycleOutcome, str | None]] = []
+    refused = MisconfiguredStoreError('password authentication failed for user "w"', "28P01")
+    for written in (Written(), Written(refused)):
+        hooks = HistorySink(
+            written, "a:1", on_written=lambda record, error: told.append((record.outcome, error))
+        )
+        hooks(CycleEnded(cycle_result()))
+        await hooks.drain()
+
+    assert told == [
+        (CycleOutcome.SUCCESS, None),
+        (CycleOutcome.SUCCESS, 'password authentication failed for user "w" (SQLSTATE 28P01)'),
+    ]
+
+
 async def test_a_write_that_never_answers_is_given_up_at_its_timeout() -> None:
     hooks = _hooks(Written(hang=True), FakeClock(), timeout_seconds=0.05)
     result = cycle_result()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import MutableMapping
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 from uuid import uuid4
@@ -20,6 +21,7 @@ from slot_expiration.cycle import (
     CycleStarted,
 )
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.domain.text import MAX_MESSAGE_CHARS
 from slot_expiration.loop import (
     Event,
     LoopStarted,
@@ -169,6 +171,31 @@ def test_each_failed_item_is_logged_once_at_error_with_its_slot_id_and_sqlstate(
         assert entry["run_id"] == str(run_id)
         assert entry["attempts"] == item.attempts
         assert entry["next_attempt_at"] == NEXT_ATTEMPT.isoformat()
+
+
+def test_a_megabyte_rejection_is_logged_in_500_characters_its_length_noted() -> None:
+    """A trigger may refuse a row with a message of any size: the line carries what the
+    history and the quarantine keep of it, never the whole."""
+    huge = replace(failure(), message="slot refuses to expire: " + "x" * 1_000_000)
+    with capture_logs() as logs:
+        _log(BatchCommitted(uuid4(), batch(failures=[huge] * 3)))
+
+    items = [entry for entry in logs if entry["event"] == "item.failed"]
+    assert len(items) == 3
+    for entry in items:
+        assert len(entry["exception"]) == MAX_MESSAGE_CHARS
+        assert entry["exception"].startswith("slot refuses to expire: xxx")
+        assert entry["exception"].endswith("\u2026 (1000024 characters)")
+
+
+def test_a_cycle_failed_on_a_megabyte_message_logs_500_characters_of_it() -> None:
+    error = TransientStoreError("server says: " + "y" * 1_000_000, "XX000")
+    with capture_logs() as logs:
+        _log(ended(CycleOutcome.FAILED, error))
+
+    logged = _only(logs, "cycle.failed")["exception"]
+    assert len(logged) == MAX_MESSAGE_CHARS
+    assert logged.endswith("\u2026 (1000013 characters)")
 
 
 @pytest.mark.parametrize(

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from uuid import uuid4
 
 from slot_expiration.cycle import ClockSkewError, CycleEnded
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.domain.text import MAX_MESSAGE_CHARS
 from slot_expiration.store.errors import (
     MisconfiguredStoreError,
     SchemaMissingError,
     TransientStoreError,
 )
 from slot_expiration.telemetry.readiness import Readiness
-from tests.support.results import cycle_result, ended
+from tests.support.history import cycle_record
+from tests.support.results import AS_OF, cycle_result, ended
 
 LATEST = "0002"
 
@@ -43,6 +46,8 @@ async def test_a_database_at_the_newest_revision_is_ready() -> None:
         "detail": "database answers, schema up to date",
         "schema_revision": LATEST,
         "latest_revision": LATEST,
+        "needs_a_person": False,
+        "unrecorded_cycle": None,
     }
 
 
@@ -72,6 +77,15 @@ async def test_a_database_that_refuses_us_is_not_ready_saying_what_the_server_sa
     assert not report.ready
     # Nothing is masked in it (a password "x" once turned "exist" into "e***ist").
     assert report.detail == 'database: password authentication failed for user "x"'
+    assert report.needs_a_person  # waiting will not cure a refused login
+
+
+async def test_a_database_that_is_down_is_not_ready_and_no_person_is_asked_for_yet() -> None:
+    error = TransientStoreError("connection refused", "08001", connecting=True)
+
+    report = await _raising(error).report()
+
+    assert (report.ready, report.needs_a_person) == (False, False)
 
 
 async def test_a_database_that_does_not_answer_in_time_is_not_ready() -> None:
@@ -134,11 +148,50 @@ async def test_the_reason_of_a_misconfigured_cycle_is_served_as_the_server_said_
     report = await readiness.report()
 
     assert not report.ready
+    assert report.needs_a_person
     assert report.detail == (
         "the last cycle failed, misconfigured (SQLSTATE 28P01): password authentication "
         'failed for user "x"'
     )
     assert report.schema_revision == LATEST  # the schema itself is fine, and said so
+
+
+async def test_a_cycle_the_history_could_not_take_is_served_until_a_later_row_is_written() -> None:
+    """A replica whose login is refused records nothing in the history, not even its
+    failures: /readyz is where its latest cycle is told."""
+    readiness = _answering(LATEST)
+    lost = cycle_record(AS_OF, CycleOutcome.MISCONFIGURED, instance="a:1")
+    older = cycle_record(AS_OF - timedelta(minutes=5), instance="a:1")
+    later = cycle_record(AS_OF + timedelta(minutes=5), instance="a:1")
+
+    readiness.history_written(lost, 'password authentication failed for user "w" (SQLSTATE 28P01)')
+    told = (await readiness.report()).as_json()["unrecorded_cycle"]
+    readiness.history_written(older, None)  # a slow write of an earlier row lands late
+    still = (await readiness.report()).unrecorded_cycle
+    readiness.history_written(later, None)
+    cleared = (await readiness.report()).unrecorded_cycle
+
+    assert told == {
+        "run_id": str(lost.run_id),
+        "outcome": "misconfigured",
+        "ended_at": AS_OF.isoformat(),
+        "error": 'password authentication failed for user "w" (SQLSTATE 28P01)',
+    }
+    assert still is not None
+    assert cleared is None
+
+
+async def test_a_megabyte_reason_is_served_in_500_characters() -> None:
+    readiness = Readiness(_revision_at(LATEST), LATEST)
+    error = MisconfiguredStoreError("no: " + "z" * 1_000_000, "42501")
+
+    readiness(ended(CycleOutcome.MISCONFIGURED, error))
+    readiness.history_written(cycle_record(AS_OF), "refused: " + "z" * 1_000_000)
+    report = await readiness.report()
+
+    assert len(report.detail) == MAX_MESSAGE_CHARS
+    assert report.unrecorded_cycle is not None
+    assert len(report.unrecorded_cycle.error) == MAX_MESSAGE_CHARS
 
 
 def _revision_at(revision: str) -> Callable[[], Awaitable[str | None]]:

@@ -4,6 +4,7 @@ line; the backlog's trend read from the history as the worker exports it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -23,10 +24,13 @@ from slot_expiration.status.check import (
     judge,
     no_success_threshold,
 )
+from slot_expiration.status.replicas import ReplicaAnswer, Unrecorded
 from slot_expiration.status.report import (
+    COUNT_FALL_WINDOW,
     CycleSummary,
     Health,
     Unreadable,
+    backlog_fall,
     deployment_backlog_change,
 )
 from slot_expiration.store.history_store import BacklogRow
@@ -48,6 +52,10 @@ def _expr(alert: str) -> str:
 
 
 def test_the_thresholds_are_the_alert_rules_own() -> None:
+    fall = int(COUNT_FALL_WINDOW.total_seconds() / 60)
+    assert f"(calendar_slot_expiration_backlog offset {fall}m)" in _expr(
+        "SlotExpirationBacklogHigh"
+    )
     no_success = _expr("SlotExpirationNoSuccessfulCycle")
     assert f"> {NO_SUCCESS_SECONDS}" in no_success
     assert f"{NO_SUCCESS_SECONDS} * group by" in no_success
@@ -120,9 +128,16 @@ def test_the_worst_finding_decides_and_comes_first_each_with_its_runbook_section
     assert verdict.level is Level.CRITICAL
     assert verdict.summary() == (
         "CRITICAL: no successful cycle for 31m 0s (limit 30m 0s; the last by a:1); "
+        "nor any other cycle since: no replica is running, or none can log in or write to the "
+        "database: their /readyz says which; "
         "backlog 5001 > 5000, not down over 30m 0s; 2 slots in quarantine, the oldest for 1h 1m"
     )
-    assert [f.section for f in verdict.ordered()] == [Section.HUNG, Section.HUNG, Section.POISON]
+    assert [f.section for f in verdict.ordered()] == [
+        Section.HUNG,
+        Section.HUNG,
+        Section.HUNG,
+        Section.POISON,
+    ]
 
 
 def test_a_backlog_of_exactly_5000_is_not_yet_a_warning() -> None:
@@ -228,3 +243,183 @@ def test_the_backlog_comes_down_when_one_instance_still_there_sees_it_come_down(
 
     assert deployment_backlog_change(rows, {"a", "b"}, WINDOW) == -300
     assert deployment_backlog_change(rows, {"b"}, WINDOW) == 0
+
+
+def test_a_backlog_whose_count_fell_over_half_an_hour_is_coming_down_whatever_trend_is_held() -> (
+    None
+):
+    """Every other cycle fails: no two successes in a row, so the trend of the stuck hour
+    before (0) is held, while each success expires 500."""
+    stuck = [_row(5 * i, 20_000) for i in range(12)]
+    flaky = [
+        _row(60 + 5 * i, None, ok=False)
+        if i % 2 == 0
+        else _row(60 + 5 * i, 20_000 - 500 * (i + 1) // 2)
+        for i in range(12)
+    ]  # failed, 19500, failed, 19000, ..., 17000 at 115 minutes
+    rows = [*stuck, *flaky]
+    now = AS_OF + timedelta(minutes=116)
+
+    assert deployment_backlog_change(rows, {"a"}, WINDOW) == 0  # held from the stuck hour
+    assert backlog_fall(rows, now) == 17_000 - 18_500  # 30 minutes before: 18500, at 85
+    assert backlog_fall(stuck, AS_OF + timedelta(minutes=56)) is None  # not below: stuck
+
+
+def test_a_count_that_jumps_after_an_outage_is_no_fall() -> None:
+    rows = [_row(0, 16_000), _row(5, None, ok=False), _row(40, 19_500)]
+
+    assert backlog_fall(rows, AS_OF + timedelta(minutes=41)) is None
+
+
+# -- silence: no cycle of any outcome recorded ---------------------------------------------
+
+
+def _latest(minutes_ago: float, outcome: CycleOutcome = CycleOutcome.FAILED) -> CycleSummary:
+    """The last success 10 minutes before the latest cycle, which ended `minutes_ago`."""
+    success = cycle_record(AS_OF - timedelta(minutes=minutes_ago + 10), instance="a:1")
+    latest = cycle_record(AS_OF - timedelta(minutes=minutes_ago), outcome, instance="a:1")
+    return CycleSummary(success, latest, (), latest, (latest,))
+
+
+def test_no_cycle_recorded_for_three_intervals_and_a_minute_is_a_warning_naming_the_causes() -> (
+    None
+):
+    quiet = judge(_health(cycles=_latest(15)), 300)
+    silent = judge(_health(cycles=_latest(17)), 300)
+    fast = judge(_health(cycles=_latest(1.2)), 2)
+
+    assert quiet.level is Level.OK
+    assert silent.level is Level.WARNING
+    assert silent.summary() == (
+        "WARNING: no cycle recorded for 17m 0s (limit 16m 0s; the last, failed, by a:1): no "
+        "replica is running, or none can log in or write to the database: their /readyz "
+        "says which"
+    )
+    assert [f.section for f in silent.findings] == [Section.HUNG]
+    assert fast.level is Level.WARNING  # every 2 s: 1m 6s
+    assert "(limit 1m 6s;" in fast.summary()
+
+
+def test_past_the_no_success_limit_silence_is_critical_and_says_why_once() -> None:
+    verdict = judge(_health(cycles=_latest(25)), 300)
+
+    assert verdict.level is Level.CRITICAL
+    assert verdict.summary().startswith("CRITICAL: no successful cycle for 35m 0s")
+    assert "no cycle recorded for 25m 0s (limit 16m 0s; the last, failed, by a:1)" in (
+        verdict.summary()
+    )
+
+
+# -- the schema: never migrated, ahead -----------------------------------------------------
+
+NEVER_MIGRATED = SchemaState(
+    None,
+    ("table availability_slots does not exist",),
+    ("slot_expiration_alembic_version", "slot_expiration_cycles", "slot_expiration_failures"),
+)
+
+
+def test_a_database_never_migrated_is_critical_run_migrate_and_nothing_else() -> None:
+    missing = Unreadable('relation "slot_expiration_cycles" does not exist', "42P01")
+    verdict = judge(
+        replace(
+            _health(schema=NEVER_MIGRATED, cycles=missing, quarantine=missing), backlog=missing
+        ),
+        300,
+    )
+    adopting = judge(
+        _health(schema=replace(NEVER_MIGRATED, contract_mismatches=()), cycles=missing), 300
+    )
+
+    assert verdict.level is Level.CRITICAL
+    assert verdict.summary() == (
+        "CRITICAL: the database was never migrated: run `slot-expiration migrate` (it "
+        "creates availability_slots and the worker's tables)"
+    )
+    assert [f.section for f in verdict.findings] == [Section.MISCONFIGURED]
+    assert adopting.summary() == (
+        "CRITICAL: the database was never migrated: run `slot-expiration migrate` (it adopts "
+        "availability_slots and creates the worker's tables)"
+    )
+
+
+def test_a_calendar_table_migrate_cannot_adopt_is_said_beside_never_migrated() -> None:
+    misfit = replace(NEVER_MIGRATED, contract_mismatches=("column version is text",))
+
+    verdict = judge(_health(schema=misfit), 300)
+
+    assert verdict.summary().endswith(
+        "; schema: column version is text: restore availability_slots first (migrate cannot "
+        "adopt it)"
+    )
+
+
+def test_a_schema_ahead_of_this_release_is_a_warning_whose_advice_is_true() -> None:
+    ahead = f"{int(HEAD_REVISION) + 1:04d}"
+
+    verdict = judge(_health(schema=SchemaState(ahead, (), ())), 300)
+
+    assert verdict.level is Level.WARNING
+    assert verdict.summary() == (
+        f"WARNING: schema ahead of this release ({ahead} > {HEAD_REVISION}): a newer release "
+        "migrated this database; roll forward, or keep this release: it works on the newer "
+        "schema (migrations only add)"
+    )
+    assert "run migrate" not in verdict.summary()
+
+
+def test_a_revision_not_of_this_product_is_critical() -> None:
+    verdict = judge(_health(schema=SchemaState("ae1027a6acf", (), ())), 300)
+
+    assert verdict.level is Level.CRITICAL
+    assert "'ae1027a6acf', which is not a revision of slot-expiration" in verdict.summary()
+
+
+# -- the replicas' /readyz -----------------------------------------------------------------
+
+REFUSED = (
+    "the last cycle failed, misconfigured (SQLSTATE 28P01): password authentication failed "
+    'for user "w"'
+)
+
+
+def test_a_replica_whose_login_is_refused_is_critical_and_its_lost_cycle_said() -> None:
+    lost = Unrecorded("misconfigured", AS_OF - timedelta(seconds=4), "password refused (28P01)")
+    answer = ReplicaAnswer("127.0.0.1:9464", True, False, REFUSED, True, lost)
+
+    verdict = judge(_health(replicas=(answer,)), 300)
+
+    assert verdict.level is Level.CRITICAL
+    assert verdict.summary() == (
+        f"CRITICAL: replica 127.0.0.1:9464 cannot work until a person acts: {REFUSED}; its "
+        "cycle of 4s ago (misconfigured) is not in the history: password refused (28P01)"
+    )
+    assert [f.section for f in verdict.findings] == [Section.MISCONFIGURED]
+
+
+def test_replicas_not_answering_or_not_ready_are_warnings_and_ready_ones_say_nothing() -> None:
+    answers = (
+        ReplicaAnswer("10.0.0.5:9464", False, False, "[Errno 111] Connection refused"),
+        ReplicaAnswer("10.0.0.6:9464", True, False, "database: connection refused"),
+        ReplicaAnswer("10.0.0.7:9464", True, True, "database answers, schema up to date"),
+    )
+
+    verdict = judge(_health(replicas=answers), 300)
+
+    assert verdict.level is Level.WARNING
+    assert verdict.summary() == (
+        "WARNING: replica 10.0.0.5:9464 does not answer /readyz: [Errno 111] "
+        "Connection refused; replica 10.0.0.6:9464 is not ready: database: connection refused"
+    )
+
+
+def test_a_ready_replica_whose_cycle_the_history_lacks_is_a_warning() -> None:
+    lost = Unrecorded("success", AS_OF - timedelta(minutes=2), "permission denied (42501)")
+    answer = ReplicaAnswer("10.0.0.7:9464", True, True, "database answers", False, lost)
+
+    verdict = judge(_health(replicas=(answer,)), 300)
+
+    assert verdict.summary() == (
+        "WARNING: replica 10.0.0.7:9464: its cycle of 2m 0s ago (success) is not in the "
+        "history: permission denied (42501)"
+    )

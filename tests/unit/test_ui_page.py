@@ -5,6 +5,9 @@ geometry and words, escaping in the template, the answers of its server (routes,
 from __future__ import annotations
 
 import base64
+import html
+import re
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.quarantine.store import FailedSlot, QuarantineListing
 from slot_expiration.status.check import Level, judge
+from slot_expiration.status.replicas import ReplicaAnswer, Unrecorded
 from slot_expiration.status.report import CycleSummary, Health, Unreadable
 from slot_expiration.store import TransientStoreError
 from slot_expiration.store.history_store import BacklogPoint, CycleRecord
@@ -162,6 +166,57 @@ def test_identical_failures_in_a_row_are_one_row_that_says_how_many_since_when()
     assert html.count(refused) == 1
     assert '<span class="replica">b:2</span>, <span class="replica">a:1</span>' in html
     assert html.count('<td class="outcome ok">success</td>') == 1
+
+
+def test_the_replicas_section_says_what_each_said_or_that_none_was_asked() -> None:
+    lost = Unrecorded("misconfigured", AS_OF - timedelta(seconds=8), "password refused (28P01)")
+    answers = (
+        ReplicaAnswer("10.0.0.5:9464", False, False, "Connection refused"),
+        ReplicaAnswer("10.0.0.6:9464", True, False, "the last cycle failed", True, lost),
+        ReplicaAnswer("10.0.0.7:9464", True, True, "database answers, schema up to date"),
+    )
+    snapshot = _snapshot()
+    asked = replace(snapshot, health=replace(snapshot.health, replicas=answers))
+
+    none = _text(_render(snapshot))
+    shown = _text(_render(asked))
+
+    assert "Replicas Not asked. Given the replicas' endpoints (--replicas" in none
+    assert "it shows only as silence (no cycle recorded)" in none
+    assert "10.0.0.5:9464 no answer Connection refused" in shown
+    assert (
+        "10.0.0.6:9464 not ready: a person must act the last cycle failed 8s ago, "
+        "misconfigured, not in the history: password refused (28P01)"
+    ) in shown
+    assert "10.0.0.7:9464 ready database answers, schema up to date" in shown
+
+
+def test_counts_and_their_words_agree_in_number() -> None:
+    slot = slot_refs(1)[0]
+    entry = FailedSlot(slot.id, slot.tenant_id, 1, AS_OF, AS_OF, AS_OF, "P0001", "no")
+    one = _snapshot()
+    one = replace(
+        one,
+        health=replace(one.health, backlog=1, quarantine=QuarantineListing(1, 0, (entry,), AS_OF)),
+    )
+    two = replace(
+        one,
+        health=replace(
+            one.health, backlog=2, quarantine=QuarantineListing(2, 0, (entry, entry), AS_OF)
+        ),
+    )
+
+    single, plural = _render(one), _render(two)
+
+    assert "<dd>1 Available slot has started;" in single
+    assert "<dd>1 slot retried on its backoff;" in single
+    assert "<dd>2 Available slots have started;" in plural
+    assert "<dd>2 slots retried on their backoff;" in plural
+
+
+def _text(page: str) -> str:
+    """The page's words, tags left out, runs of blanks as one space."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", page)).split())
 
 
 def test_the_page_reloads_itself_only_when_asked_for_without_a_script() -> None:

@@ -53,6 +53,7 @@ COMMANDS: Final[Mapping[str, tuple[str, ...]]] = {
     "min_lead_time_minutes": ("slots book", "slots showcase"),
     **dict.fromkeys(_own_fields(UiOptions, DatabaseOptions), ("ui",)),
     "interval_seconds": ("run", "status", "ui"),
+    "replicas": ("status", "ui"),
 }
 MODELS: Final = (WorkerOptions, StatusOptions, SlotOptions, UiOptions)
 # Variables of the product that are not options of a command.

@@ -27,23 +27,20 @@ from slot_expiration.store import StoreError
     "(OK), 1 (WARNING), 2 (CRITICAL) or 3 (UNKNOWN: nothing could be judged), the "
     "monitoring plugins' convention, for cron jobs and probes.",
 )
-@options(StatusOptions, "database_url", "schema", "interval_seconds")
-def status(
-    json_output: bool,
-    check: bool,
-    database_url: str | None,
-    schema: str | None,
-    interval_seconds: str | None,
-) -> None:
+@options(StatusOptions, "database_url", "schema", "interval_seconds", "replicas")
+def status(json_output: bool, check: bool, **given: Any) -> None:
     """The cycles of every worker (last success, last failure, the last hour), counts by
     status, the backlog, the oldest overdue slot, the worker's sessions, the slots in
     quarantine and the selection's index. Reads only; a part the role may not read says
-    why in its place."""
+    why in its place. `--check` judges the deployment, and asks the replicas named by
+    `--replicas` for their /readyz."""
     if check:
-        given = {"database_url": database_url, "schema": schema}
-        _check(json_output, given | {"interval_seconds": interval_seconds})
-    # Only --check reads the interval: a bad value of it never breaks the report itself.
-    settings = settings_from(DatabaseOptions, database_url=database_url, schema=schema)
+        _check(json_output, given)
+    # Only --check reads the interval and the replicas: a bad value of either never breaks
+    # the report itself.
+    settings = settings_from(
+        DatabaseOptions, database_url=given["database_url"], schema=given["schema"]
+    )
     url = required_url(settings)
 
     def collect() -> StatusReport:
@@ -63,7 +60,9 @@ def _check(json_output: bool, given: dict[str, Any]) -> NoReturn:
     except OptionsError as exc:
         _print(Verdict.unknown(str(exc)), json_output)
     try:
-        health = asyncio.run(collect_health(url, settings.interval_seconds))
+        health = asyncio.run(
+            collect_health(url, settings.interval_seconds, settings.replica_addresses)
+        )
     except StoreError as exc:
         _print(Verdict.unknown(store_failure_line(located(exc, settings), url)), json_output)
     _print(judge(health, settings.interval_seconds), json_output)

@@ -24,14 +24,17 @@ from slot_expiration.ui import UiServeError
 
 
 @click.command()
-@options(UiOptions, "database_url", "schema", "ui_addr", "interval_seconds", "runbook_url")
+@options(
+    UiOptions, "database_url", "schema", "ui_addr", "interval_seconds", "replicas", "runbook_url"
+)
 def ui(**given: Any) -> None:
     """Serve one read-only page: first the deployment's verdict, as `status --check` gives
     it, with the runbook's section for each finding; then the last success, the backlog and
-    its trend, the quarantine, the recent cycles of every instance, the backlog over the
-    last hours, the schema and the index. `?refresh=SECONDS` reloads it. Runs as the
-    read-only role of `grant --read-only`. With SLOT_EXPIRATION_UI_USER and
-    SLOT_EXPIRATION_UI_PASSWORD set, it asks for them (HTTP basic authentication)."""
+    its trend, the quarantine, what the replicas named by `--replicas` say of themselves
+    (their /readyz), the recent cycles of every instance, the backlog over the last hours,
+    the schema and the index. `?refresh=SECONDS` reloads it. Runs as the read-only role of
+    `grant --read-only`. With SLOT_EXPIRATION_UI_USER and SLOT_EXPIRATION_UI_PASSWORD set,
+    it asks for them (HTTP basic authentication)."""
     settings = settings_from(UiOptions, **given)
     url = required_url(settings)
     if settings.credentials is None and not _loopback(settings.address.host):
@@ -53,7 +56,8 @@ async def _serve(settings: UiOptions, url: str) -> None:
     from slot_expiration.ui.server import serving_ui  # noqa: PLC0415
     from slot_expiration.ui.snapshot import take_snapshot  # noqa: PLC0415
 
-    # A wrong URL, a refused login or a missing schema: said at start, exit 1. Later
+    # A wrong URL, a refused login, a slot table the search_path misses: said at start,
+    # exit 1. A database never migrated is served: the page says to migrate it. Later
     # failures show on the page itself (503, UNKNOWN), which keeps serving.
     await take_snapshot(url, settings.interval_seconds)
     stop = StopSignal()
@@ -65,6 +69,7 @@ async def _serve(settings: UiOptions, url: str) -> None:
             describe_failure=lambda exc: store_failure(located(exc, settings), url),
             interval_seconds=settings.interval_seconds,
             options=PageOptions(settings.runbook_url),
+            replicas=settings.replica_addresses,
         ) as served:
             click.echo(f"{PROGRAM} ui: serving {served} (read-only; SIGTERM or Ctrl-C stops it)")
             sys.stdout.flush()

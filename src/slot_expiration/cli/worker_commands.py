@@ -16,6 +16,7 @@ from slot_expiration.cli.option_flags import options
 from slot_expiration.cli.warnings import log_environment_warnings
 from slot_expiration.cycle import CycleFailed, CycleResult
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.domain.text import excerpt
 from slot_expiration.options import (
     CycleOptions,
     MigrateOptions,
@@ -199,7 +200,8 @@ def cut_short_line(failed: CycleFailed, settings: CycleOptions) -> str:
     if failed.outcome is CycleOutcome.BUDGET_EXCEEDED:
         budget = settings.max_cycle_seconds
         return f"the cycle ran past its budget of {budget:g} s: {committed}; {in_flight}"
-    cause = (
+    # The database's message within it bounded as the log line and the history bound it.
+    cause = excerpt(
         store_failure(failed.error, required_url(settings))
         if isinstance(failed.error, StoreError)
         else str(failed)

@@ -408,12 +408,44 @@ class DemoOptions(WorkerOptions):
     ] = 6
 
 
-class StatusOptions(DatabaseOptions):
-    """`status`: how late a worker may be before `--check` calls it stuck."""
+class VerdictOptions(DatabaseOptions):
+    """What judging the deployment reads beside the database (`status --check`, `ui`):
+    how late a worker may be before it is called silent or stuck, and where its replicas
+    answer, whose /readyz says what the history cannot."""
 
     # The worker's own variable: a deployment that sets it for `run` sets it for
-    # `status --check` too, and the threshold follows (3 intervals, at least 30 min).
+    # `status --check` and `ui` too, and the thresholds follow (3 intervals, ...).
     interval_seconds: IntervalSeconds = DEFAULT_INTERVAL_SECONDS
+    replicas: Annotated[
+        str,
+        Field(
+            description="The worker replicas' endpoints (each one's --metrics-addr), "
+            "comma-separated: the verdict asks each one's /readyz, which says what the "
+            "history cannot (a replica that cannot log in or write to the database records "
+            "nothing there, not even its failures); '' = none asked.",
+            json_schema_extra={"allowed": "host:port[,host:port...], or ''"},
+        ),
+    ] = ""
+
+    @field_validator("replicas")
+    @classmethod
+    def _replica_addresses(cls, value: str) -> str:
+        for part in _replica_parts(value):
+            if parse_listen_address(part).port == 0:
+                raise ValueError("a replica's port is the one it listens on, not 0")
+        return value
+
+    @property
+    def replica_addresses(self) -> tuple[ListenAddress, ...]:
+        return tuple(parse_listen_address(part) for part in _replica_parts(self.replicas))
+
+
+def _replica_parts(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+class StatusOptions(VerdictOptions):
+    """`status`: what `--check` judges with besides the database."""
 
 
 # Where the runbook is published, unless told: the placeholder deploy/prometheus/alerts.yml's
@@ -421,13 +453,11 @@ class StatusOptions(DatabaseOptions):
 DEFAULT_RUNBOOK_URL: Final = "https://runbooks.example.com/slot-expiration"
 
 
-class UiOptions(DatabaseOptions):
+class UiOptions(VerdictOptions):
     """`ui`: where the page listens, and its optional basic authentication (from the
-    environment only: a password on a command line shows in `ps`); how it judges (the
-    worker's interval, as `status --check`) and where its runbook links lead."""
+    environment only: a password on a command line shows in `ps`); how it judges (as
+    `status --check`: the same verdict on the page) and where its runbook links lead."""
 
-    # The worker's own variable, as for `status --check`: the same verdict on the page.
-    interval_seconds: IntervalSeconds = DEFAULT_INTERVAL_SECONDS
     runbook_url: Annotated[
         str,
         Field(

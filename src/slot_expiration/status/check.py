@@ -6,6 +6,12 @@ that cannot be read). Each finding names the runbook's section that says what to
 
 The thresholds are the alert rules' own, written once here: keep them equal to
 deploy/prometheus/alerts.yml (tests/unit/test_status_check.py reads both).
+
+What it can see: the history, which each replica writes as it can, and, given their
+addresses (`--replicas`), the replicas' own /readyz. A replica that cannot log in or write
+to the database leaves nothing in the history, not even its failures: without its
+/readyz, its trouble shows only as silence, a WARNING after about three intervals, and
+CRITICAL at the no-success limit.
 """
 
 from __future__ import annotations
@@ -16,9 +22,16 @@ from enum import IntEnum, StrEnum
 from typing import Final
 
 from slot_expiration.domain import CycleOutcome
-from slot_expiration.status.report import CycleSummary, Health, Unreadable
+from slot_expiration.status.replicas import ReplicaAnswer
+from slot_expiration.status.report import LIVE_SLACK, CycleSummary, Health, Unreadable
 from slot_expiration.status.wording import age_text, count_of, one_line
 from slot_expiration.store.history_store import CycleRecord
+from slot_expiration.store.schema_version import (
+    SchemaPosition,
+    ahead_of_release,
+    position_of,
+    unknown_revision,
+)
 from slot_expiration.store.status_store import SchemaState
 
 # SlotExpirationNoSuccessfulCycle: `time() - last success > 1800`.
@@ -26,6 +39,12 @@ NO_SUCCESS_SECONDS: Final = 1_800
 # ... unless the worker's interval is so long that three of them exceed it: a worker
 # that ticks once an hour is not stuck 31 minutes after its last cycle.
 NO_SUCCESS_INTERVALS: Final = 3
+# No cycle of any outcome recorded for three intervals and a minute (a cycle's budget, a
+# late tick, the history's write): no replica is running, or none can log in or write to
+# the database (a password changed under them, a grant revoked): their failures cannot be
+# recorded either. A WARNING, long before the no-success limit at the default interval.
+SILENCE_INTERVALS: Final = 3
+SILENCE_SLACK: Final = LIVE_SLACK
 # SlotExpirationBacklogHigh: the backlog above 5000, and not coming down over the trend
 # window as its instances' consecutive successful cycles show it (cycle/backlog_trend.py).
 BACKLOG_WARNING_ABOVE: Final = 5_000
@@ -97,14 +116,30 @@ def no_success_threshold(interval_seconds: float) -> timedelta:
     return timedelta(seconds=max(NO_SUCCESS_SECONDS, NO_SUCCESS_INTERVALS * interval_seconds))
 
 
+def silence_threshold(interval_seconds: float) -> timedelta:
+    return SILENCE_INTERVALS * timedelta(seconds=interval_seconds) + SILENCE_SLACK
+
+
 def judge(health: Health, interval_seconds: float) -> Verdict:
     """What the alerts would say of this deployment now, as one verdict."""
+    if isinstance(health.schema, SchemaState) and health.schema.never_migrated:
+        # Nothing of the worker's is there to read before its first migration: the
+        # schema's finding says it all, and the replicas say theirs.
+        return _verdict([*_schema(health.schema, None), *_replicas(health)], health)
     findings = [
         *_schema(health.schema, health.latest_revision),
         *_cycles(health, no_success_threshold(interval_seconds)),
+        *_silence(
+            health, silence_threshold(interval_seconds), no_success_threshold(interval_seconds)
+        ),
         *_backlog(health),
         *_quarantine(health),
+        *_replicas(health),
     ]
+    return _verdict(findings, health)
+
+
+def _verdict(findings: list[Finding], health: Health) -> Verdict:
     level = max((finding.level for finding in findings), default=Level.OK)
     return Verdict(level, tuple(findings), _healthy(health))
 
@@ -116,6 +151,8 @@ def _unreadable(what: str, part: Unreadable) -> Finding:
 def _schema(schema: SchemaState | Unreadable, latest: str | None) -> list[Finding]:
     if isinstance(schema, Unreadable):
         return [_unreadable("schema", schema)]
+    if schema.never_migrated:
+        return _never_migrated(schema)
     if schema.contract_mismatches:
         problems = "; ".join(schema.contract_mismatches)
         text = f"schema: {problems}: restore availability_slots"
@@ -123,10 +160,42 @@ def _schema(schema: SchemaState | Unreadable, latest: str | None) -> list[Findin
     if schema.worker_problems:
         problems = "; ".join(schema.worker_problems)
         return [Finding(Level.CRITICAL, f"schema: {problems}: run migrate", Section.MISCONFIGURED)]
-    if schema.revision != latest:
-        text = f"schema at {schema.revision}, not {latest}: run migrate"
+    return _revision(schema.revision, latest)
+
+
+def _revision(revision: str | None, latest: str | None) -> list[Finding]:
+    position = position_of(revision, latest or "")
+    if position is SchemaPosition.AHEAD and revision is not None and latest is not None:
+        # A rollback, or a rolling deploy under way: this release runs on it unchanged.
+        text = (
+            f"{ahead_of_release(revision, latest)}: a newer release migrated this database; "
+            "roll forward, or keep this release: it works on the newer schema (migrations "
+            "only add)"
+        )
+        return [Finding(Level.WARNING, text, Section.VERDICT)]
+    if position is SchemaPosition.UNKNOWN and revision is not None:
+        return [Finding(Level.CRITICAL, unknown_revision(revision), Section.MISCONFIGURED)]
+    if revision != latest:
+        text = f"schema at {revision}, not {latest}: run migrate"
         return [Finding(Level.CRITICAL, text, Section.MISCONFIGURED)]
     return []
+
+
+def _never_migrated(schema: SchemaState) -> list[Finding]:
+    """No `migrate` has run: it creates the worker's tables (and availability_slots when
+    there is none yet), or adopts the calendar's, unless that one misfits the contract."""
+    creates = (
+        "it creates availability_slots and the worker's tables"
+        if schema.slot_table_missing
+        else "it adopts availability_slots and creates the worker's tables"
+    )
+    text = f"the database was never migrated: run `slot-expiration migrate` ({creates})"
+    findings = [Finding(Level.CRITICAL, text, Section.MISCONFIGURED)]
+    if schema.contract_mismatches and not schema.slot_table_missing:
+        problems = "; ".join(schema.contract_mismatches)
+        text = f"schema: {problems}: restore availability_slots first (migrate cannot adopt it)"
+        findings.append(Finding(Level.CRITICAL, text, Section.MISCONFIGURED))
+    return findings
 
 
 def _cycles(health: Health, threshold: timedelta) -> list[Finding]:
@@ -180,6 +249,68 @@ def _stale(cycles: CycleSummary, health: Health, threshold: timedelta) -> Findin
         f"the last by {last.instance})",
         Section.HUNG,
     )
+
+
+def _silence(health: Health, limit: timedelta, no_success: timedelta) -> list[Finding]:
+    """No cycle of any outcome recorded for longer than `limit`. (No history at all, or
+    one that cannot be read, is _cycles' to say; past the `no_success` limit, what it
+    says of the last success is not said again.)"""
+    cycles = health.cycles
+    if not isinstance(cycles, CycleSummary) or cycles.latest is None:
+        return []
+    latest = cycles.latest
+    age = health.as_of - latest.ended_at
+    if age <= limit:
+        return []
+    cause = (
+        "no replica is running, or none can log in or write to the database: their "
+        "/readyz says which"
+    )
+    last = cycles.last_success
+    if last is not None and last.run_id == latest.run_id and age > no_success:
+        # The no-success finding names that cycle and its age already.
+        return [Finding(Level.WARNING, f"nor any other cycle since: {cause}", Section.HUNG)]
+    text = (
+        f"no cycle recorded for {age_text(age.total_seconds())} (limit "
+        f"{age_text(limit.total_seconds())}; the last, {latest.outcome.value}, by "
+        f"{latest.instance}): {cause}"
+    )
+    return [Finding(Level.WARNING, text, Section.HUNG)]
+
+
+def _replicas(health: Health) -> list[Finding]:
+    """What each replica asked (`--replicas`) says of itself, one finding each at most."""
+    return [finding for answer in health.replicas if (finding := _replica(answer, health))]
+
+
+def _replica(answer: ReplicaAnswer, health: Health) -> Finding | None:
+    """A replica not answering, not ready, or whose latest cycle the history lacks."""
+    name = f"replica {answer.address}"
+    state = _replica_state(name, answer)
+    lost = answer.unrecorded
+    if lost is None:
+        return state
+    age = age_text(max((health.as_of - lost.ended_at).total_seconds(), 0.0))
+    unrecorded = (
+        f"its cycle of {age} ago ({lost.outcome}) is not in the history: {one_line(lost.error)}"
+    )
+    if state is None:
+        return Finding(Level.WARNING, f"{name}: {unrecorded}", Section.HUNG)
+    return Finding(state.level, f"{state.text}; {unrecorded}", state.section)
+
+
+def _replica_state(name: str, answer: ReplicaAnswer) -> Finding | None:
+    if not answer.answered:
+        return Finding(
+            Level.WARNING, f"{name} does not answer /readyz: {answer.detail}", Section.HUNG
+        )
+    if answer.needs_a_person:
+        text = f"{name} cannot work until a person acts: {one_line(answer.detail)}"
+        return Finding(Level.CRITICAL, text, Section.MISCONFIGURED)
+    if not answer.ready:
+        text = f"{name} is not ready: {one_line(answer.detail)}"
+        return Finding(Level.WARNING, text, Section.HUNG)
+    return None
 
 
 def _backlog(health: Health) -> list[Finding]:

@@ -10,7 +10,7 @@ from slot_expiration.cycle import BACKLOG_COUNT_CAP
 from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.quarantine import FailedSlot
 from slot_expiration.status.report import CycleSummary, Quarantine, StatusReport, Unreadable
-from slot_expiration.status.wording import age_text, count_of, one_line, size_text
+from slot_expiration.status.wording import age_text, count_of, due_text, one_line, size_text
 from slot_expiration.store import ApplicationName
 from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.store.schema_version import (
@@ -82,6 +82,13 @@ def schema_text(schema: SchemaState, latest: str | None) -> str:
         )
     if schema.worker_problems:
         problems.append(f"{'; '.join(schema.worker_problems)}: run `slot-expiration migrate`")
+    if schema.never_migrated:
+        creates = (
+            "it creates availability_slots and the worker's tables"
+            if schema.slot_table_missing
+            else "it adopts availability_slots"
+        )
+        return f"none: the database was never migrated: run `slot-expiration migrate` ({creates})"
     if problems:
         return f"{schema.revision or 'none'}, but {'; and '.join(problems)}"
     position = position_of(schema.revision, latest or "")
@@ -100,8 +107,7 @@ def _counts(counts: dict[SlotStatus, int]) -> str:
 
 
 def _backlog(count: int, capped: bool) -> str:
-    shown = f"at least {count}" if capped else str(count)
-    return f"{shown} Available slots have started (counted up to {BACKLOG_COUNT_CAP})"
+    return f"{due_text(count, capped)} (counted up to {BACKLOG_COUNT_CAP})"
 
 
 def _oldest(report: StatusReport) -> str:

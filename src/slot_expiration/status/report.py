@@ -1,23 +1,34 @@
 """The status report: gathered from the database in one read-only session.
 
 What `status --check` and the page judge (Health) is read by one function, read_health,
-for both: the same parts, on the database's clock, so the two can only agree."""
+for both: the same parts, on the database's clock, so the two can only agree; and, when
+told where the replicas are, what each one's /readyz says (status/replicas.py), asked
+beside the database."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
 
 from slot_expiration.cycle import BACKLOG_COUNT_CAP
-from slot_expiration.cycle.backlog_trend import BacklogSample, backlog_change, trend_window
+from slot_expiration.cycle.backlog_trend import (
+    TREND_WINDOW,
+    BacklogSample,
+    backlog_change,
+    trend_window,
+)
 from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.options import CycleOptions
+from slot_expiration.options.listen_address import ListenAddress
 from slot_expiration.options.settings import DEFAULT_INTERVAL_SECONDS
 from slot_expiration.quarantine import QuarantineListing, QuarantineStore
+from slot_expiration.status.replicas import ReplicaAnswer, ask_replicas
 from slot_expiration.store import ApplicationName, SchemaMissingError, StoreError
 from slot_expiration.store.history_store import BacklogRow, CycleRecord, OutcomeCount
+from slot_expiration.store.schema_location import slot_table_elsewhere
 from slot_expiration.store.schema_version import HEAD_REVISION, SchemaPosition, position_of
 from slot_expiration.store.status_store import (
     SELECTION_INDEX,
@@ -40,6 +51,10 @@ RECENT_WINDOW: Final = timedelta(hours=1)
 # no cycle since (replaced, or an ad-hoc `once`) has gone, and what it last said with it.
 LIVE_SLACK: Final = timedelta(seconds=60)
 LIVE_INTERVALS: Final = 2
+# The backlog's count itself over the last half hour, as SlotExpirationBacklogHigh reads it
+# (`offset 30m`): below the count of 30 minutes before, it is coming down, whatever trend a
+# run of successes broken by failures still holds.
+COUNT_FALL_WINDOW: Final = TREND_WINDOW
 T = TypeVar("T")
 
 
@@ -115,6 +130,8 @@ class Health:
     cycles: CycleSummary | Unreadable
     backlog: int | Unreadable
     quarantine: Quarantine | Unreadable
+    # Each replica's /readyz, when `--replicas` names them (none asked: empty).
+    replicas: tuple[ReplicaAnswer, ...] = ()
 
     @property
     def backlog_capped(self) -> bool:
@@ -202,6 +219,8 @@ async def collect_status(
     """
     async with StatusStore.connect(database_url, ApplicationName.STATUS) as store:
         health = await read_health(store, interval_seconds, failed_shown)
+        if isinstance(health.schema, SchemaState) and health.schema.slot_table_missing:
+            raise SchemaMissingError("table availability_slots does not exist")
         as_of = health.as_of
         return StatusReport(
             health=health,
@@ -212,26 +231,51 @@ async def collect_status(
         )
 
 
-async def collect_health(database_url: str, interval_seconds: float) -> Health:
+async def collect_health(
+    database_url: str, interval_seconds: float, replicas: Sequence[ListenAddress] = ()
+) -> Health:
     """What `status --check` judges, and nothing more (no count of the whole slot table):
-    the parts the page judges, read the same way.
+    the parts the page judges, read the same way, and the `replicas`' /readyz."""
 
-    Raises SchemaMissingError when there is no slot table at all: nothing to judge.
-    """
-    async with StatusStore.connect(database_url, ApplicationName.STATUS) as store:
-        return await read_health(store, interval_seconds, FAILED_SHOWN)
+    async def read() -> Health:
+        async with StatusStore.connect(database_url, ApplicationName.STATUS) as store:
+            health = await read_health(store, interval_seconds, FAILED_SHOWN)
+        await refuse_a_slot_table_elsewhere(health, database_url)
+        return health
+
+    health, answers = await asking_replicas(replicas, read)
+    return replace(health, replicas=answers)
+
+
+async def refuse_a_slot_table_elsewhere(health: Health, database_url: str) -> None:
+    """A search_path that misses the calendar's availability_slots, which another schema
+    holds, is not a database never migrated (`migrate` would refuse it): raised as the
+    SlotTableElsewhereError that says how to point at it, so nothing is judged."""
+    if isinstance(health.schema, SchemaState) and health.schema.slot_table_missing:
+        elsewhere = await asyncio.to_thread(slot_table_elsewhere, database_url)
+        if elsewhere is not None:
+            raise elsewhere
+
+
+async def asking_replicas(
+    replicas: Sequence[ListenAddress], read: Callable[[], Awaitable[T]]
+) -> tuple[T, tuple[ReplicaAnswer, ...]]:
+    """`read()`, while each of the `replicas` is asked for its /readyz."""
+    asked = asyncio.create_task(ask_replicas(replicas))
+    try:
+        done = await read()
+    except BaseException:
+        asked.cancel()
+        raise
+    return done, await asked
 
 
 async def read_health(store: StatusStore, interval_seconds: float, shown: int) -> Health:
     """What `status --check` and the page judge, in the store's snapshot, at the database's
-    now; the quarantine's `shown` latest entries with it.
-
-    Raises SchemaMissingError when there is no slot table at all: nothing to judge.
-    """
+    now; the quarantine's `shown` latest entries with it. A database never migrated (or
+    without a slot table) is judged too: its schema says so, and what can be read is."""
     as_of = await store.database_clock()
     schema = await read_part(store, store.schema_state)
-    if isinstance(schema, SchemaState) and schema.slot_table_missing:
-        raise SchemaMissingError("table availability_slots does not exist")
 
     async def quarantine() -> Quarantine:
         return await QuarantineStore(store.session).listing(shown)
@@ -253,7 +297,8 @@ async def summarize_cycles(
     (their latest cycles within live_span of it), and the backlog's trend as the alert reads
     it, each instance's from its own consecutive successful cycles (the same rule,
     cycle/backlog_trend.py), the least of them: the backlog comes down if any instance sees
-    it come down. Every read is a probe or a short range of the history's indexes."""
+    it come down, or if its count fell over the last half hour. Every read is a probe or a
+    short range of the history's indexes."""
     history = store.history
     window = trend_window(interval_seconds)
     latest = await history.latest()
@@ -264,6 +309,9 @@ async def summarize_cycles(
         # Twice the window: a run reaches back a window from its latest cycle, and one more.
         samples = await history.backlog_samples(latest.ended_at - 2 * window)
         change = deployment_backlog_change(samples, {c.instance for c in live}, window)
+        fall = backlog_fall(samples, as_of)
+        if fall is not None and (change is None or fall < change):
+            change = fall
     return CycleSummary(
         last_success=await history.latest_success(),
         last_failure=await history.latest_failure(),
@@ -305,6 +353,20 @@ def deployment_backlog_change(
     return min(changes, default=None)
 
 
+def backlog_fall(
+    rows: Sequence[BacklogRow], as_of: datetime, window: timedelta = COUNT_FALL_WINDOW
+) -> int | None:
+    """How far the count the latest cycle left (of `rows`, oldest first) is below the one
+    the latest cycle `window` before `as_of` left; None unless it is below. A run of
+    successes broken by failures holds its trend: the count still shows the drain."""
+    counted = [(row.ended_at, count) for row in rows if (count := row.backlog) is not None]
+    before = [count for ended_at, count in counted if ended_at <= as_of - window]
+    if not before:
+        return None
+    fall = counted[-1][1] - before[-1]
+    return fall if fall < 0 else None
+
+
 async def read_part(store: StatusStore, read: Callable[[], Awaitable[T]]) -> T | Unreadable:
     try:
         async with store.part():
@@ -324,6 +386,7 @@ def _schema_json(schema: SchemaState, latest: str | None) -> dict[str, Any]:
         "up_to_date": schema.revision == latest and schema.fits,
         # A newer release migrated it: this one runs on it (migrations only add).
         "ahead": position_of(schema.revision, latest or "") is SchemaPosition.AHEAD,
+        "never_migrated": schema.never_migrated,
         "contract_mismatches": list(schema.contract_mismatches),
         "missing_tables": list(schema.missing_tables),
         "worker_mismatches": list(schema.worker_mismatches),

@@ -9,6 +9,15 @@ def count_of(count: int, singular: str, plural: str | None = None) -> str:
     return f"{count} {word}"
 
 
+def due_text(count: int, capped: bool) -> str:
+    """`1 Available slot has started`, `5 Available slots have started`, `at least 100000
+    Available slots have started` (a count stopped at its cap)."""
+    if capped:
+        return f"at least {count} Available slots have started"
+    verb = "has" if count == 1 else "have"
+    return f"{count_of(count, 'Available slot')} {verb} started"
+
+
 def one_line(text: str) -> str:
     """A database's message on one line: newlines and runs of blanks become one space."""
     return " ".join(text.split())

@@ -86,17 +86,16 @@ GROUP BY h.instance, h.outcome
 ORDER BY h.instance, h.outcome;
 
 -- name: history_backlog_since
--- The backlog cycles left, per bucket of `bucket_seconds` (the largest in it:
--- every instance counts the same backlog), oldest first: a chart's points,
--- however many cycles ran.
-SELECT to_timestamp(
-           floor(extract(epoch FROM h.ended_at) / %(bucket_seconds)s) * %(bucket_seconds)s
-       ) AS at,
-       max(h.backlog) AS backlog
+-- The backlog cycles left, per bucket of `bucket_seconds` the largest in it
+-- (every instance counts the same backlog), at the time the cycle that left it
+-- ended (not its bucket's start: the chart's words name that cycle's time),
+-- oldest first: a chart's points, however many cycles ran.
+SELECT DISTINCT ON (floor(extract(epoch FROM h.ended_at) / %(bucket_seconds)s))
+       h.ended_at AS at, h.backlog
 FROM slot_expiration_cycles AS h
 WHERE h.ended_at >= %(since)s AND h.backlog IS NOT NULL
-GROUP BY 1
-ORDER BY 1;
+ORDER BY floor(extract(epoch FROM h.ended_at) / %(bucket_seconds)s), h.backlog DESC,
+         h.ended_at DESC;
 
 -- name: history_backlog_samples
 -- What the backlog's trend is read from (cycle/backlog_trend.py): each

@@ -71,7 +71,8 @@ class OutcomeCount:
 
 @dataclass(frozen=True, slots=True)
 class BacklogPoint:
-    """The largest backlog cycles left within a bucket of time starting at `at`."""
+    """The largest backlog cycles left within a bucket of time, and when the cycle that
+    left it ended (`at`)."""
 
     at: datetime
     backlog: int

@@ -22,7 +22,7 @@ from slot_expiration.store.cycle_store import Selection, counts_by_status
 from slot_expiration.store.errors import StoreError
 from slot_expiration.store.history_store import HistoryStore
 from slot_expiration.store.schema_location import verify_slot_table
-from slot_expiration.store.schema_version import read_schema_revision
+from slot_expiration.store.schema_version import VERSION_TABLE, read_schema_revision
 from slot_expiration.store.session import (
     ApplicationName,
     Session,
@@ -109,6 +109,11 @@ class SchemaState:
     @property
     def slot_table_missing(self) -> bool:
         return any(p.startswith("table availability_slots") for p in self.contract_mismatches)
+
+    @property
+    def never_migrated(self) -> bool:
+        """No `migrate` has run here: the worker's version table does not exist."""
+        return VERSION_TABLE in self.missing_tables
 
     @property
     def worker_problems(self) -> tuple[str, ...]:

@@ -6,8 +6,10 @@ database's clock: the worker's, less the skew the cycle measured at its start (a
 whose clock runs slow must not write its cycles hours in the past, where `status`
 would find no recent success). The loop never waits for the write, and a write that
 fails (a failed cycle may have left the database unreachable, a role may lack the
-grant) is logged as `history.write_failed` and forgotten. It never fails a cycle.
-`drain` waits a bounded time for the writes still in flight, at shutdown.
+grant) is logged as `history.write_failed`, told to `on_written` (the worker's
+/readyz says it: a replica that cannot write leaves nothing else of itself), and
+forgotten. It never fails a cycle. `drain` waits a bounded time for the writes still in
+flight, at shutdown.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ WRITE_TIMEOUT_SECONDS: Final = 5.0
 DRAIN_TIMEOUT_SECONDS: Final = WRITE_TIMEOUT_SECONDS + 1.0
 
 Write = Callable[[CycleRecord], Awaitable[object]]
+# Told of each row: written (None), or why not.
+Written = Callable[[CycleRecord, str | None], None]
 
 
 # Set from the downward API (metadata.name) by the Kubernetes Deployment of the deploy kit.
@@ -69,8 +73,10 @@ class HistorySink:
         *,
         clock: Callable[[], datetime] = utc_now,
         timeout_seconds: float = WRITE_TIMEOUT_SECONDS,
+        on_written: Written | None = None,
     ) -> None:
         self._write = write
+        self._on_written = on_written
         self.instance = instance
         self._clock = clock
         self._timeout_seconds = timeout_seconds
@@ -103,7 +109,7 @@ class HistorySink:
             clock_skew_seconds=result.clock_skew_seconds,
             error_type=None if error is None else type(error).__name__,
             sqlstate=sqlstate_of(error),
-            # A database's message, bounded (the log line has it whole).
+            # A database's message, bounded as the log line bounds it.
             error=None if error is None else excerpt(describe(error)),
         )
 
@@ -118,14 +124,23 @@ class HistorySink:
                 await self._write(record)
         except (StoreError, TimeoutError, OSError) as exc:
             # The cycle's own outcome is logged and counted already; only its row is lost.
+            sqlstate = exc.sqlstate if isinstance(exc, StoreError) else None
+            reason = excerpt(str(exc)) or f"no answer within {self._timeout_seconds:g} s"
             self._log.warning(
                 LogEvent.HISTORY_WRITE_FAILED,
                 run_id=str(record.run_id),
                 outcome=record.outcome.value,
                 error_type=type(exc).__name__,
-                sqlstate=exc.sqlstate if isinstance(exc, StoreError) else None,
-                exception=str(exc) or f"no answer within {self._timeout_seconds:g} s",
+                sqlstate=sqlstate,
+                exception=reason,
             )
+            self._tell(record, f"{reason} (SQLSTATE {sqlstate})" if sqlstate else reason)
+        else:
+            self._tell(record, None)
+
+    def _tell(self, record: CycleRecord, error: str | None) -> None:
+        if self._on_written is not None:
+            self._on_written(record, error)
 
     @property
     def writing(self) -> int:

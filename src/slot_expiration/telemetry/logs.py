@@ -1,4 +1,8 @@
-"""Structured logs: the stable event names the spec asks for, and their setup."""
+"""Structured logs: the stable event names the spec asks for, and their setup.
+
+A database's message is logged as the history keeps it: at most MAX_MESSAGE_CHARS
+characters, its full length noted (domain/text.py). A trigger may raise a message of a
+megabyte on every row it refuses: whole, one cycle of 200 such rows would log 200 MB."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from slot_expiration.cycle import (
     describe,
     sqlstate_of,
 )
+from slot_expiration.domain.text import excerpt
 from slot_expiration.loop import Event, LoopStarted, LoopStopped, LoopStopping, TickSkipped
 from slot_expiration.options import LogFormat
 from slot_expiration.options.settings import DEFAULT_MAX_CLOCK_SKEW_SECONDS
@@ -99,7 +104,7 @@ class LogSink:
                 slot_id=str(failure.slot.id),
                 tenant_id=str(failure.slot.tenant_id),
                 sqlstate=failure.sqlstate,
-                exception=failure.message,
+                exception=excerpt(failure.message),
                 attempts=failure.attempts,
                 next_attempt_at=_iso(failure.next_attempt_at),
             )
@@ -127,7 +132,7 @@ class LogSink:
             reason=result.outcome.value,
             sqlstate=sqlstate_of(error),
             error_type=type(error).__name__,
-            exception=describe(error),
+            exception=excerpt(describe(error)),
         )
 
 

@@ -1,18 +1,27 @@
 """Readiness: the database answers, its schema is at the newest migration (or ahead of
 it: a newer release migrated it), and the last cycle did not fail on what only a
-person can fix (a grant, a table, the clock)."""
+person can fix (a grant, a table, the clock).
+
+Beside the answer, what the history cannot hold: a replica that cannot log in or write
+to the database records nothing there, not even its failures, so `status --check` and
+the page see only its silence. /readyz says whether a person must act, and the latest
+cycle whose row the history could not take (its outcome, and why the write failed):
+`status --check --replicas` and the page read it there."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from slot_expiration.cycle import CycleEnded, sqlstate_of
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.domain.text import excerpt
 from slot_expiration.loop import Event
-from slot_expiration.store.errors import SchemaMissingError, StoreError
+from slot_expiration.store.errors import ErrorFamily, SchemaMissingError, StoreError
+from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.store.schema_version import (
     SchemaPosition,
     ahead_of_release,
@@ -24,11 +33,32 @@ SchemaRevision = Callable[[], Awaitable[str | None]]
 
 
 @dataclass(frozen=True, slots=True)
+class Unrecorded:
+    """The latest cycle whose row the history could not take, and why."""
+
+    run_id: str
+    outcome: str
+    ended_at: datetime  # on the database's clock, as its row would have been
+    error: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "outcome": self.outcome,
+            "ended_at": self.ended_at.isoformat(),
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ReadinessReport:
     ready: bool
     detail: str
     schema_revision: str | None
     latest_revision: str | None
+    # Only a person can cure what makes it unready: a login, a grant, a table, the clock.
+    needs_a_person: bool = False
+    unrecorded_cycle: Unrecorded | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -36,6 +66,10 @@ class ReadinessReport:
             "detail": self.detail,
             "schema_revision": self.schema_revision,
             "latest_revision": self.latest_revision,
+            "needs_a_person": self.needs_a_person,
+            "unrecorded_cycle": (
+                None if self.unrecorded_cycle is None else self.unrecorded_cycle.as_json()
+            ),
         }
 
 
@@ -43,7 +77,8 @@ class Readiness:
     """Asks the database for its schema revision on each probe, one probe at a time:
     callers arriving while one runs share its answer, so a burst of /readyz requests
     costs one database session and waits at most one timeout. As a sink it remembers
-    whether the last cycle failed on what only a person can fix.
+    whether the last cycle failed on what only a person can fix; the history's writer
+    tells it of each row written or lost (`history_written`).
 
     Its answer is served to whoever can reach the endpoint: the store's messages
     never quote a password (libpq's do not, and a URL whose password would spill
@@ -61,6 +96,7 @@ class Readiness:
         self._timeout = timeout_seconds
         self._probe: asyncio.Task[ReadinessReport] | None = None
         self._needs_a_person: str | None = None
+        self._unrecorded: Unrecorded | None = None
 
     def __call__(self, event: Event) -> None:
         if not isinstance(event, CycleEnded):
@@ -71,17 +107,31 @@ class Readiness:
         elif outcome.needs_a_person and event.error is not None:
             sqlstate = sqlstate_of(event.error)
             code = f" (SQLSTATE {sqlstate})" if sqlstate else ""
-            self._needs_a_person = f"the last cycle failed, {outcome.value}{code}: {event.error}"
+            self._needs_a_person = excerpt(
+                f"the last cycle failed, {outcome.value}{code}: {event.error}"
+            )
         # A transient failure leaves what was known of the configuration as it was.
+
+    def history_written(self, record: CycleRecord, error: str | None) -> None:
+        """The history took the cycle's row (`error` None), or could not: the latest such
+        cycle is served until a later row is written."""
+        if error is None:
+            # Writes run side by side: an older row written late clears nothing newer.
+            if self._unrecorded is None or record.ended_at >= self._unrecorded.ended_at:
+                self._unrecorded = None
+            return
+        self._unrecorded = Unrecorded(
+            str(record.run_id), record.outcome.value, record.ended_at, excerpt(error)
+        )
 
     async def report(self) -> ReadinessReport:
         if self._probe is None or self._probe.done():
             self._probe = asyncio.get_running_loop().create_task(self._check())
         # A caller cancelled (its client went away) leaves the probe to the others.
         probed = await asyncio.shield(self._probe)
-        if self._needs_a_person is None:
-            return probed
-        return self._not_ready(self._needs_a_person, probed.schema_revision)
+        if self._needs_a_person is not None:
+            probed = self._not_ready(self._needs_a_person, probed.schema_revision, person=True)
+        return replace(probed, unrecorded_cycle=self._unrecorded)
 
     async def _check(self) -> ReadinessReport:
         try:
@@ -90,7 +140,9 @@ class Readiness:
         except SchemaMissingError:
             return self._not_ready("the schema is missing: run `slot-expiration migrate`", None)
         except StoreError as exc:
-            return self._not_ready(f"database: {exc}", None)
+            # A refused login or a missing privilege: waiting will not cure it.
+            person = exc.family is ErrorFamily.MISCONFIGURED
+            return self._not_ready(excerpt(f"database: {exc}"), None, person=person)
         except TimeoutError:
             return self._not_ready(f"the database did not answer within {self._timeout:g} s", None)
         return self._against_latest(current)
@@ -115,5 +167,7 @@ class Readiness:
     def _ready(self, detail: str, current: str | None) -> ReadinessReport:
         return ReadinessReport(True, detail, current, self._latest)
 
-    def _not_ready(self, detail: str, current: str | None) -> ReadinessReport:
-        return ReadinessReport(False, detail, current, self._latest)
+    def _not_ready(
+        self, detail: str, current: str | None, *, person: bool = False
+    ) -> ReadinessReport:
+        return ReadinessReport(False, detail, current, self._latest, needs_a_person=person)

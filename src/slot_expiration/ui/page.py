@@ -22,8 +22,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.status.check import Finding, Section, Verdict
 from slot_expiration.status.render import index_text, schema_text
+from slot_expiration.status.replicas import ReplicaAnswer
 from slot_expiration.status.report import CycleSummary, Health, Quarantine, Unreadable
-from slot_expiration.status.wording import age_text, count_of, one_line
+from slot_expiration.status.wording import age_text, count_of, due_text, one_line
 from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.ui.chart import BacklogChart, backlog_chart
 from slot_expiration.ui.snapshot import CHART_POINTS, CHART_WINDOW, RECENT_CYCLES, UiSnapshot
@@ -89,7 +90,7 @@ class CycleRow:
     """One cycle, or identical failures in a row folded into one: `count` of them, the
     latest ended `ended`, the first `since`."""
 
-    ended: str
+    ended: datetime
     since: str
     count: int
     instances: tuple[str, ...]  # each replica once, newest first
@@ -138,16 +139,18 @@ def context(snapshot: UiSnapshot, verdict: Verdict, options: PageOptions) -> dic
         "stylesheet": stylesheet(),
         "verdict": _verdict(verdict, options.runbook_url),
         "last_success": _part(cycles, lambda c: _last_success(c, as_of)),
+        "latest_cycle": _part(cycles, lambda c: _latest_cycle(c, as_of)),
         "backlog": _part(health.backlog, lambda n: _backlog(n, health)),
         "quarantine_now": _part(health.quarantine, lambda q: _quarantine_now(q, health)),
         "cycles": _part(snapshot.recent, _cycle_rows),
         "cycles_read": RECENT_CYCLES,
         "chart": _part(snapshot.backlog, lambda points: _chart(points, as_of, latest)),
         "quarantine": health.quarantine,
+        "replicas": [_replica(answer, as_of) for answer in health.replicas],
         "schema": _part(health.schema, lambda s: schema_text(s, health.latest_revision)),
         "index": _part(snapshot.index, index_text),
         "count_of": count_of,
-        "iso": _iso,
+        "when": when,
         "one_line": one_line,
     }
 
@@ -177,9 +180,47 @@ def _last_success(cycles: CycleSummary, as_of: datetime) -> str:
     return f"{ago} ago ({_iso(last.ended_at)}) by {last.instance}"
 
 
+def _latest_cycle(cycles: CycleSummary, as_of: datetime) -> str:
+    """The latest cycle of any outcome: how long the history has been silent."""
+    latest = cycles.latest
+    if latest is None:
+        return "none: no cycle has run yet"
+    ago = age_text((as_of - latest.ended_at).total_seconds())
+    return f"{ago} ago ({_iso(latest.ended_at)}) by {latest.instance}: {latest.outcome.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaRow:
+    """What one replica said of itself at /readyz."""
+
+    address: str
+    state: str  # ready, not ready, a person must act, no answer
+    ok: bool
+    detail: str
+    unrecorded: str  # its latest cycle the history lacks, or ""
+
+
+def _replica(answer: ReplicaAnswer, as_of: datetime) -> ReplicaRow:
+    if not answer.answered:
+        state = "no answer"
+    elif answer.needs_a_person:
+        state = "not ready: a person must act"
+    else:
+        state = "ready" if answer.ready else "not ready"
+    lost = answer.unrecorded
+    unrecorded = (
+        ""
+        if lost is None
+        else f"{age_text(max((as_of - lost.ended_at).total_seconds(), 0.0))} ago, "
+        f"{lost.outcome}, not in the history: {one_line(lost.error)}"
+    )
+    return ReplicaRow(
+        answer.address, state, answer.ready and lost is None, one_line(answer.detail), unrecorded
+    )
+
+
 def _backlog(count: int, health: Health) -> str:
-    shown = f"at least {count}" if health.backlog_capped else str(count)
-    now = f"{shown} Available slots have started"
+    now = due_text(count, health.backlog_capped)
     if not isinstance(health.cycles, CycleSummary):
         return now
     change, window = health.cycles.backlog_change, health.cycles.trend_window
@@ -200,7 +241,8 @@ def _quarantine_now(quarantine: Quarantine, health: Health) -> str:
         return "empty"
     parts = []
     if quarantine.waiting:
-        parts.append(f"{count_of(quarantine.waiting, 'slot')} retried on their backoff")
+        their = "its" if quarantine.waiting == 1 else "their"
+        parts.append(f"{count_of(quarantine.waiting, 'slot')} retried on {their} backoff")
     if quarantine.parked:
         parts.append(f"{quarantine.parked} parked (not retried until someone retries them)")
     text = ", ".join(parts)
@@ -237,7 +279,7 @@ def _row(group: list[CycleRecord]) -> CycleRow:
     count = len(group)
     outcome = latest.outcome.value
     return CycleRow(
-        ended=_iso(latest.ended_at),
+        ended=latest.ended_at,
         since=_iso(first.ended_at),
         count=count,
         instances=tuple(dict.fromkeys(c.instance for c in group)),
@@ -256,6 +298,15 @@ def _row(group: list[CycleRecord]) -> CycleRow:
 def _error(cycle: CycleRecord) -> str:
     code = f" (SQLSTATE {cycle.sqlstate})" if cycle.sqlstate else ""
     return f"{cycle.error_type}{code}: {one_line(cycle.error or '')}"
+
+
+def when(moment: datetime | None) -> tuple[str, str]:
+    """A moment as a table's cell shows it: its date and its time (the template keeps each
+    whole, so that a narrow column breaks between the two, never inside either)."""
+    if moment is None:
+        return "", ""
+    utc = moment.astimezone(UTC)
+    return f"{utc:%Y-%m-%d}", f"{utc:%H:%M:%S} UTC"
 
 
 def _iso(moment: datetime | None) -> str:

@@ -13,7 +13,7 @@ import asyncio
 import base64
 import binascii
 import hmac
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Final
@@ -149,10 +149,12 @@ async def serving_ui(  # noqa: PLR0913 - where, what from, who may read, how to 
     describe_failure: Callable[[StoreError], str],
     interval_seconds: float,
     options: PageOptions,
+    replicas: Sequence[ListenAddress] = (),
 ) -> AsyncIterator[str]:
-    """Serve the page on `address` until the block ends; yields its URL."""
+    """Serve the page on `address` until the block ends; yields its URL. Each page asks
+    the `replicas` for their /readyz too."""
     pages = UiPages(
-        lambda: take_snapshot(database_url, interval_seconds),
+        lambda: take_snapshot(database_url, interval_seconds, replicas),
         credentials,
         describe_failure,
         interval_seconds,

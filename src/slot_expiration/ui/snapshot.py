@@ -9,16 +9,20 @@ a short range of an index, however long the history (tests/integration/test_page
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Final
 
+from slot_expiration.options.listen_address import ListenAddress
 from slot_expiration.status.report import (
     EXPLAINED_BATCH_SIZE,
     Health,
     Unreadable,
+    asking_replicas,
     read_health,
     read_part,
+    refuse_a_slot_table_elsewhere,
 )
 from slot_expiration.store import ApplicationName
 from slot_expiration.store.history_store import BacklogPoint, CycleRecord
@@ -41,12 +45,23 @@ class UiSnapshot:
     index: SelectionIndex | Unreadable
 
 
-async def take_snapshot(database_url: str, interval_seconds: float) -> UiSnapshot:
-    """Everything the page shows, from one read-only transaction of its own."""
+async def take_snapshot(
+    database_url: str, interval_seconds: float, replicas: Sequence[ListenAddress] = ()
+) -> UiSnapshot:
+    """Everything the page shows, from one read-only transaction of its own, and what the
+    `replicas` say of themselves (their /readyz), asked meanwhile."""
+    snapshot, answers = await asking_replicas(
+        replicas, lambda: _read(database_url, interval_seconds)
+    )
+    return replace(snapshot, health=replace(snapshot.health, replicas=answers))
+
+
+async def _read(database_url: str, interval_seconds: float) -> UiSnapshot:
     async with StatusStore.connect(
         database_url, ApplicationName.UI, STATEMENT_TIMEOUT_SECONDS
     ) as store:
         health = await read_health(store, interval_seconds, QUARANTINE_SHOWN)
+        await refuse_a_slot_table_elsewhere(health, database_url)
         as_of = health.as_of
         bucket = CHART_WINDOW.total_seconds() / CHART_POINTS
         return UiSnapshot(

@@ -48,7 +48,7 @@ from slot_expiration.store.schema_version import (
     position_of,
 )
 from slot_expiration.telemetry import LogSink
-from slot_expiration.telemetry.history import HistorySink, default_instance
+from slot_expiration.telemetry.history import HistorySink, Written, default_instance
 from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
 from slot_expiration.telemetry.logs import LogEvent
 from slot_expiration.telemetry.traces import traced, tracing, tracing_on
@@ -87,15 +87,16 @@ def build_cycle(options: CycleOptions, *, collect_slots: bool = True) -> ExpiryC
     return ExpiryCycle(store_factory(options), cycle_limits(options, collect_slots=collect_slots))
 
 
-def history_sink(options: CycleOptions) -> HistorySink:
+def history_sink(options: CycleOptions, on_written: Written | None = None) -> HistorySink:
     """The sink that writes each cycle's row in the history (and purges past the
-    retention), as this instance."""
+    retention), as this instance; `on_written` is told of each row written or lost."""
     housekeeping = Housekeeping(
         options.require_database_url(), timedelta(days=options.history_retention_days)
     )
     return HistorySink(
         lambda record: record_cycle(housekeeping, record),
         options.instance_id or default_instance(),
+        on_written=on_written,
     )
 
 
@@ -235,7 +236,8 @@ async def run_worker(
     with tracing() as tracer, stop_on_signals(stop):
         observability = Observability.for_worker(options, tracer)
         logs = LogSink(max_clock_skew_seconds=options.max_clock_skew_seconds)
-        history = history_sink(options)
+        # A row the history could not take is served at /readyz: nothing else tells of it.
+        history = history_sink(options, observability.readiness.history_written)
         emit = observability.sink([logs, history, *extra_sinks])
         # Listening first: a port already taken fails the start before anything else.
         async with observability.endpoint(options) as url:
