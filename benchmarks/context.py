@@ -13,9 +13,9 @@ from benchmarks.options import WorkerTuning
 from benchmarks.plan import BenchPlan
 from benchmarks.store import BenchStore
 from benchmarks.timing import DRAIN_BUDGET_SECONDS, worker_options
-from slot_expiration.cycle import BACKLOG_COUNT_CAP
+from slot_expiration.expiry import BACKLOG_COUNT_CAP
+from slot_expiration.expiry.store import Selection
 from slot_expiration.options import SynchronousCommit, WorkerOptions
-from slot_expiration.store import Selection
 
 
 class BenchError(RuntimeError):

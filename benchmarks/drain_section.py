@@ -23,7 +23,7 @@ from benchmarks.dataset import restore_backlog
 from benchmarks.stats import Spread, rate, ratio
 from benchmarks.store import BenchStore
 from benchmarks.timing import BatchRecorder, bare_batch, worker_cycle
-from slot_expiration.cycle import StopReason
+from slot_expiration.expiry import StopReason
 from slot_expiration.options import SynchronousCommit
 
 # Batches at the start and at the end of a drain, to show how a batch's cost moves

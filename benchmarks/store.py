@@ -17,14 +17,14 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from psycopg import sql
 
-from slot_expiration.store.cycle_store import Selection
-from slot_expiration.store.errors import (
+from slot_expiration.db.errors import (
     INSUFFICIENT_PRIVILEGE,
     MisconfiguredStoreError,
     StoreError,
 )
-from slot_expiration.store.session import ApplicationName, Session, SessionSettings
-from slot_expiration.store.statements import load_package_queries, query
+from slot_expiration.db.session import ApplicationName, Session, SessionSettings
+from slot_expiration.db.statements import load_package_queries, query
+from slot_expiration.expiry.store import Selection
 
 BENCH_SCHEMA = "slot_expiration_bench"
 

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from benchmarks.options import WorkerTuning
 from benchmarks.store import BenchStore
-from slot_expiration.cycle import BatchCommitted, BatchResult, CycleEnded, CycleResult, run_cycle
+from slot_expiration.expiry import BatchCommitted, BatchResult, CycleEnded, CycleResult, run_cycle
 from slot_expiration.loop import Event
 from slot_expiration.options import WorkerOptions, load_options
 from slot_expiration.worker import build_cycle

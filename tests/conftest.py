@@ -13,7 +13,7 @@ from psycopg import sql
 
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.loop import terminate_as_interrupt
-from slot_expiration.store.migrate import upgrade
+from slot_expiration.schema.migrate import upgrade
 from tests.support.artifact import stale_install_reason
 from tests.support.database import SlotDatabase
 from tests.support.roles import PasswordRole, password_role

@@ -1,5 +1,5 @@
-"""At a release: freeze the product's statements (every `.sql` file the store loads: the
-store's and the quarantine's) as released/ (the next release's migrations must leave them
+"""At a release: freeze the product's statements (every `.sql` file of the packages
+db.statements.SQL_PACKAGES names) as released/ (the next release's migrations must leave them
 working). Run after the CHANGELOG names the release:
 
     .venv/bin/python -m tests.compat.freeze
@@ -11,7 +11,7 @@ import shutil
 import tomllib
 from pathlib import Path
 
-from slot_expiration.store.statements import SQL_PACKAGES
+from slot_expiration.db.statements import SQL_PACKAGES
 from tests.compat.statements import RELEASED
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -31,4 +31,4 @@ def freeze() -> str:
 
 
 if __name__ == "__main__":
-    print(f"froze the store's statements of {freeze()} in {RELEASED}")
+    print(f"froze the product's statements of {freeze()} in {RELEASED}")

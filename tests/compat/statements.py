@@ -21,7 +21,7 @@ from typing import Final
 import psycopg
 from psycopg.pq import DiagnosticField, ExecStatus
 
-from slot_expiration.store.statements import parse_queries
+from slot_expiration.db.statements import parse_queries
 
 RELEASED = Path(__file__).parent / "released"
 # SQLSTATEs of a name the schema no longer has.

@@ -41,8 +41,8 @@ HAND_LISTED = [
     for glob in (
         "**/*.py",
         "py.typed",
-        "store/*.sql",
-        "store/migrations/script.py.mako",
+        "*/*.sql",
+        "schema/migrations/script.py.mako",
         "ui/templates/*.html",
     )
 ]
@@ -112,7 +112,7 @@ def test_a_build_tree_left_by_an_older_release_leaves_nothing_in_the_wheel(
     egg-info): files since removed or renamed must not come back in the next wheel."""
     tree = copy_tracked_files(tmp_path / "tree")
     stale = {
-        f"build/lib/{PACKAGE}/store/removed_in_this_release.sql": "SELECT 1;\n",
+        f"build/lib/{PACKAGE}/db/removed_in_this_release.sql": "SELECT 1;\n",
         f"build/lib/{PACKAGE}/cycle/renamed_since.py": "VALUE = 1\n",
         f"build/lib/{PACKAGE}/ui/templates/page.css": "body {}\n",
         f"src/{PACKAGE.replace('_', '-')}.egg-info/SOURCES.txt": "old\n",

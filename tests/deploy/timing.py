@@ -7,8 +7,8 @@ import math
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import DEFAULT_TIMEOUT
 
+from slot_expiration.history.sink import DRAIN_TIMEOUT_SECONDS
 from slot_expiration.options import WorkerOptions
-from slot_expiration.telemetry.history import DRAIN_TIMEOUT_SECONDS
 
 
 def worst_graceful_stop_seconds() -> int:

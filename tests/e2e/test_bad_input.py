@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
+from slot_expiration.db.statements import query
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.store.statements import query
 from tests.conftest import scratch_database
 from tests.e2e.command import PASSWORD, public_relations, run_command, with_password
 from tests.support.database import SlotDatabase

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
-from slot_expiration.store.migrate import head_revision
+from slot_expiration.schema.migrate import head_revision
 from tests.e2e.command import (
     PASSWORD,
     Running,

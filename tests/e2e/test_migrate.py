@@ -11,7 +11,7 @@ from psycopg import sql
 
 from slot_expiration.embedded import find_bindir
 from slot_expiration.options.database_url import with_search_path
-from slot_expiration.store.migrate import head_revision
+from slot_expiration.schema.migrate import head_revision
 from tests.e2e.command import PASSWORD, public_relations, run_command, with_password
 from tests.support.calendar import (
     SELECTION_INDEX,

@@ -13,7 +13,7 @@ from functools import partial
 import psycopg
 import pytest
 
-from slot_expiration.store.migrate import downgrade, head_revision, migration_lock, upgrade
+from slot_expiration.schema.migrate import downgrade, head_revision, migration_lock, upgrade
 from tests.e2e.command import Finished, run_command, started
 from tests.support.calendar import IndexShape, create_calendar_table
 

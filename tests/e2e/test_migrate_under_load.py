@@ -23,7 +23,7 @@ import psycopg
 import pytest
 from benchmarks.pgbench import LoggedTransaction, PgbenchSettings, between, run_pgbench
 
-from slot_expiration.store.session import ApplicationName
+from slot_expiration.db.session import ApplicationName
 from tests.e2e.command import eventually, run_command, started
 from tests.support.calendar import (
     SELECTION_INDEX,

@@ -15,7 +15,7 @@ import pytest
 from psycopg import sql
 
 from slot_expiration.options.database_url import with_search_path
-from slot_expiration.store.schema_version import HEAD_REVISION
+from slot_expiration.schema.version import HEAD_REVISION
 from tests.e2e.command import run_command, started
 from tests.e2e.endpoint import endpoint_url, get_json
 from tests.support.calendar import create_calendar_table

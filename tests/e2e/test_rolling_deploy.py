@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store.migrate import downgrade, head_revision
+from slot_expiration.schema.migrate import downgrade, head_revision
 from tests.e2e.command import Running, run_command, started
 from tests.e2e.endpoint import endpoint_url, get_json
 from tests.support.database import SlotDatabase

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store.migrate import head_revision
+from slot_expiration.schema.migrate import head_revision
 from tests.e2e.command import run_command, started
 from tests.e2e.endpoint import endpoint_url, get_json
 from tests.support.database import SlotDatabase

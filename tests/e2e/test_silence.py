@@ -22,8 +22,8 @@ import pytest
 from psycopg import sql
 
 from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.schema.grants import grant_privileges
 from slot_expiration.status.check import silence_threshold
-from slot_expiration.store.privileges import grant_privileges
 from tests.e2e.command import Finished, Running, eventually, run_command, started
 from tests.e2e.endpoint import endpoint_url, get
 from tests.e2e.test_ui import serving

@@ -12,9 +12,9 @@ import pytest
 
 from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.store.migrate import head_revision
-from slot_expiration.store.privileges import grant_privileges
-from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
+from slot_expiration.history.housekeeping import Housekeeping, record_cycle
+from slot_expiration.schema.grants import grant_privileges
+from slot_expiration.schema.migrate import head_revision
 from tests.e2e.command import PASSWORD, Running, run_command, started
 from tests.support.database import SlotDatabase
 from tests.support.history import cycle_record, history_rows

@@ -96,7 +96,7 @@ async def test_once_exports_a_cycle_span_with_its_batch_and_logs_carry_its_trace
     assert done.returncode == 0, done.describe()
     run_id = json.loads(done.stdout)["run_id"]
     spans = received.spans()
-    (cycle,) = spans["slot_expiration.cycle"]
+    (cycle,) = spans["slot_expiration.expiry"]
     (batch,) = spans["slot_expiration.batch"]
     assert cycle["attributes"]["correlation_id"] == run_id
     assert cycle["attributes"]["slot_expiration.expired_count"] == 3

@@ -21,9 +21,9 @@ from selenium.webdriver.common.by import By
 
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.store.history_store import CycleRecord
-from slot_expiration.store.privileges import GrantMode, grant_privileges
-from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
+from slot_expiration.history.housekeeping import Housekeeping, record_cycle
+from slot_expiration.history.store import CycleRecord
+from slot_expiration.schema.grants import GrantMode, grant_privileges
 from tests.e2e.command import PASSWORD, Running, run_command, started
 from tests.support.browser import chromium, full_page_png
 from tests.support.database import SlotDatabase

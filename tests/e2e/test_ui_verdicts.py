@@ -20,8 +20,8 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from slot_expiration.domain import CycleOutcome
-from slot_expiration.store.history_store import CycleRecord
-from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
+from slot_expiration.history.housekeeping import Housekeeping, record_cycle
+from slot_expiration.history.store import CycleRecord
 from tests.e2e.command import run_command, with_password
 from tests.e2e.test_ui import serving
 from tests.support.browser import chromium, full_page_png

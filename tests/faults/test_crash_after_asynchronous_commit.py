@@ -38,7 +38,7 @@ import pytest
 from slot_expiration.domain import SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.options.settings import DEFAULT_DRAIN_BATCH_SIZE
-from slot_expiration.store.migrate import upgrade
+from slot_expiration.schema.migrate import upgrade
 from tests.conftest import scratch_database, upgrade_template
 from tests.e2e.command import Finished, Running, started, with_password
 from tests.faults.conftest import Measure, Record

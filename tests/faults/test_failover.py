@@ -15,7 +15,7 @@ import pytest
 
 from slot_expiration.domain import Slot
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.store.migrate import upgrade
+from slot_expiration.schema.migrate import upgrade
 from tests.e2e.command import started, with_password
 from tests.faults.conftest import Record
 from tests.faults.workers import (

@@ -11,12 +11,12 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from slot_expiration.db.errors import ContractMismatchError
 from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.schema.grants import grant_privileges
+from slot_expiration.schema.migrate import current_revision, downgrade, head_revision, upgrade
 from slot_expiration.status import collect_status
-from slot_expiration.store.errors import ContractMismatchError
-from slot_expiration.store.migrate import current_revision, downgrade, head_revision, upgrade
-from slot_expiration.store.privileges import grant_privileges
-from slot_expiration.store.status_store import SchemaState, SelectionIndex
+from slot_expiration.status.store import SchemaState, SelectionIndex
 from tests.support.calendar import (
     SELECTION_INDEX,
     IndexShape,

@@ -16,9 +16,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from slot_expiration.cycle import run_cycle
+from slot_expiration.db import ApplicationName
+from slot_expiration.expiry import run_cycle
+from slot_expiration.expiry.store import CycleStore
 from slot_expiration.options import SynchronousCommit, load_options
-from slot_expiration.store import ApplicationName, CycleStore
 from slot_expiration.worker import build_cycle, transaction_limits
 from tests.support.database import SlotDatabase
 from tests.support.doubles import RecordingSink

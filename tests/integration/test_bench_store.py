@@ -11,7 +11,7 @@ from benchmarks.plan import TableShape
 from benchmarks.store import BenchSchemaExistsError, BenchStore
 
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.store import Selection
+from slot_expiration.expiry.store import Selection
 from tests.support.database import SlotDatabase
 from tests.support.roles import password_role
 from tests.support.slots import AS_OF

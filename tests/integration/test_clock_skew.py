@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from structlog.testing import capture_logs
 
-from slot_expiration.cycle import ClockSkewError, CycleRun, outcome_of
 from slot_expiration.domain import CycleOutcome, SlotStatus, utc_now
+from slot_expiration.expiry import ClockSkewError, CycleRun, outcome_of
 from slot_expiration.telemetry import LogSink
 from tests.support.cycles import BatchLog, make_cycle, run_cycle
 from tests.support.database import SlotDatabase

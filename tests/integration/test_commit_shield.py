@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from slot_expiration.cycle import CycleRun
 from slot_expiration.domain import SlotStatus
+from slot_expiration.expiry import CycleRun
 from tests.support.cycles import BatchLog, make_cycle
 from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger
 from tests.support.slots import AS_OF, past_slots

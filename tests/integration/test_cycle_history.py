@@ -10,13 +10,13 @@ import psycopg
 import pytest
 from structlog.testing import capture_logs
 
-from slot_expiration.cycle import ClockSkewError, CycleFailed, run_cycle
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.expiry import ClockSkewError, CycleFailed, run_cycle
+from slot_expiration.history.housekeeping import Housekeeping, record_cycle
+from slot_expiration.history.sink import HistorySink
+from slot_expiration.history.store import HistoryStore
 from slot_expiration.loop import fan_out
-from slot_expiration.store.history_store import HistoryStore
-from slot_expiration.store.status_store import StatusStore
-from slot_expiration.telemetry.history import HistorySink
-from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
+from slot_expiration.status.store import StatusStore
 from tests.support.cycles import make_cycle
 from tests.support.database import SlotDatabase
 from tests.support.doubles import RecordingSink

@@ -7,9 +7,9 @@ import itertools
 
 import pytest
 
-from slot_expiration.cycle import CycleFailed, CycleRun, StopReason
-from slot_expiration.cycle import run_cycle as run_under_budget
 from slot_expiration.domain import CycleOutcome, SlotStatus
+from slot_expiration.expiry import CycleFailed, CycleRun, StopReason
+from slot_expiration.expiry import run_cycle as run_under_budget
 from slot_expiration.loop import StopSignal
 from slot_expiration.options import load_options
 from slot_expiration.worker import build_cycle, build_loop

@@ -6,8 +6,9 @@ from datetime import timedelta
 
 import pytest
 
+from slot_expiration.db import SchemaMissingError, TransientStoreError
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import CycleStore, SchemaMissingError, TransientStoreError
+from slot_expiration.expiry.store import CycleStore
 from tests.support.cycles import run_cycle
 from tests.support.database import LIMITS, SlotDatabase, install_deferred_trigger, rows_locked
 from tests.support.slots import AS_OF, make_slot, past_slots

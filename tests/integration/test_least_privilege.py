@@ -12,9 +12,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from slot_expiration.db import ErrorFamily, StoreError
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import ErrorFamily, StoreError
-from slot_expiration.store.privileges import (
+from slot_expiration.history.housekeeping import Housekeeping, record_cycle
+from slot_expiration.schema.grants import (
     GrantMode,
     GrantRefusedError,
     NotOwnerError,
@@ -23,7 +24,6 @@ from slot_expiration.store.privileges import (
     UnknownRoleError,
     grant_privileges,
 )
-from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
 from tests.support.cycles import run_cycle
 from tests.support.database import SlotDatabase
 from tests.support.history import cycle_record, recorded_run_ids

@@ -16,16 +16,16 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from slot_expiration.db.errors import ContractMismatchError, WrongSlotTableError
+from slot_expiration.db.session import ApplicationName
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.store.errors import ContractMismatchError, WrongSlotTableError
-from slot_expiration.store.migrate import (
+from slot_expiration.schema.migrate import (
     LOCK_TRY_MS,
     LockWaitError,
     MigrationOutcome,
     head_revision,
     upgrade,
 )
-from slot_expiration.store.session import ApplicationName
 from tests.support.calendar import create_calendar_table, worker_relations
 from tests.support.partitions import Months, create_monthly_calendar, partition_indexes
 from tests.support.roles import password_role

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import psycopg
 import pytest
 
-from slot_expiration.store.migrate import MigrationOutcome, head_revision, migration_lock, upgrade
+from slot_expiration.schema.migrate import MigrationOutcome, head_revision, migration_lock, upgrade
 
 pytestmark = pytest.mark.integration
 

@@ -9,12 +9,12 @@ import asyncio
 import pytest
 from psycopg import sql
 
-from slot_expiration.cycle import CycleRun, outcome_of
+from slot_expiration.db import ErrorFamily, MisconfiguredStoreError, SchemaMissingError
 from slot_expiration.domain import CycleOutcome, SlotStatus
+from slot_expiration.expiry import CycleRun, outcome_of
 from slot_expiration.loop import StopSignal, fan_out
 from slot_expiration.options import load_options
-from slot_expiration.store import ErrorFamily, MisconfiguredStoreError, SchemaMissingError
-from slot_expiration.store.privileges import GrantMode, grant_privileges
+from slot_expiration.schema.grants import GrantMode, grant_privileges
 from slot_expiration.worker import build_loop, check_ready
 from slot_expiration.worker.observability import readiness_for
 from tests.support.cycles import BatchLog, make_cycle, run_cycle

@@ -15,15 +15,16 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from slot_expiration.db import MisconfiguredStoreError, SchemaMissingError
+from slot_expiration.db.errors import WrongSlotTableError
+from slot_expiration.db.session import ApplicationName, Session, SessionSettings
 from slot_expiration.domain import SlotStatus
+from slot_expiration.expiry.store import CycleStore
 from slot_expiration.options.database_url import with_search_path
 from slot_expiration.quarantine import QuarantineStore
+from slot_expiration.schema.grants import GrantMode, grant_privileges
 from slot_expiration.status import collect_status
-from slot_expiration.store import CycleStore, MisconfiguredStoreError, SchemaMissingError
-from slot_expiration.store.errors import WrongSlotTableError
-from slot_expiration.store.privileges import GrantMode, grant_privileges
-from slot_expiration.store.session import ApplicationName, Session, SessionSettings
-from slot_expiration.store.status_store import StatusStore
+from slot_expiration.status.store import StatusStore
 from tests.support.cycles import run_cycle
 from tests.support.database import LIMITS, SlotDatabase
 from tests.support.roles import PasswordRole

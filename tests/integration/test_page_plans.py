@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from psycopg import sql
 
-from slot_expiration.cycle.backlog_trend import trend_window
+from slot_expiration.db.statements import query
+from slot_expiration.expiry.backlog_trend import trend_window
 from slot_expiration.status.report import RECENT_WINDOW, live_span
-from slot_expiration.store.statements import query
 from slot_expiration.ui.snapshot import CHART_POINTS, CHART_WINDOW, RECENT_CYCLES
 from tests.support.database import SlotDatabase
 

@@ -12,14 +12,14 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from slot_expiration.db.errors import ContractMismatchError
+from slot_expiration.db.statements import query
 from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.expiry.store import Selection
+from slot_expiration.schema.migrate import head_revision, upgrade
 from slot_expiration.status import collect_status
 from slot_expiration.status.render import index_text
-from slot_expiration.store import Selection
-from slot_expiration.store.errors import ContractMismatchError
-from slot_expiration.store.migrate import head_revision, upgrade
-from slot_expiration.store.statements import query
-from slot_expiration.store.status_store import SelectionIndex
+from slot_expiration.status.store import SelectionIndex
 from tests.support.calendar import calendar_snapshot, worker_relations
 from tests.support.cycles import run_cycle
 from tests.support.partitions import (

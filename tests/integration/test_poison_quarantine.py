@@ -9,11 +9,11 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from slot_expiration.cycle import CycleRun
+from slot_expiration.db import NotQuarantinedError
 from slot_expiration.domain import SlotStatus
+from slot_expiration.expiry import CycleRun
 from slot_expiration.quarantine import PoisonBackoff, QuarantineStore
-from slot_expiration.store import NotQuarantinedError
-from slot_expiration.store.status_store import StatusStore
+from slot_expiration.status.store import StatusStore
 from tests.support.cycles import make_cycle, run_cycle
 from tests.support.database import LIMITS, SlotDatabase
 from tests.support.slots import AS_OF, past_slots

@@ -10,12 +10,12 @@ from typing import Any
 import psycopg
 import pytest
 
+from slot_expiration.db import TransientStoreError
 from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.loop import LoopStats, PollingLoop, StopSignal
 from slot_expiration.options import WorkerOptions, load_options
-from slot_expiration.store import TransientStoreError
-from slot_expiration.store.migrate import upgrade
+from slot_expiration.schema.migrate import upgrade
 from slot_expiration.worker import build_loop
 from tests.support.database import SlotDatabase
 from tests.support.doubles import ManualTicker, RecordingSink

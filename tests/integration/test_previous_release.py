@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from slot_expiration.store.migrate import upgrade
+from slot_expiration.schema.migrate import upgrade
 from tests.compat.statements import (
     released_statements,
     released_version,

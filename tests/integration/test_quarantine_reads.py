@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 from psycopg import sql
 
+from slot_expiration.db.statements import query
 from slot_expiration.domain.text import MAX_MESSAGE_CHARS
 from slot_expiration.quarantine import QuarantineEntry, QuarantineStore
-from slot_expiration.store.statements import query
-from slot_expiration.store.status_store import StatusStore
+from slot_expiration.status.store import StatusStore
 from tests.support.database import LIMITS, SlotDatabase
 from tests.support.slots import AS_OF, past_slots
 

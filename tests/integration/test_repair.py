@@ -9,8 +9,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from slot_expiration.store.migrate import RepairRefusedError, head_revision, upgrade
-from slot_expiration.store.statements import query
+from slot_expiration.db.statements import query
+from slot_expiration.schema.migrate import RepairRefusedError, head_revision, upgrade
 from tests.support.calendar import (
     IndexShape,
     calendar_snapshot,

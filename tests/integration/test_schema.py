@@ -7,7 +7,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from slot_expiration.store.migrate import current_revision, downgrade, head_revision, upgrade
+from slot_expiration.schema.migrate import current_revision, downgrade, head_revision, upgrade
 from tests.support.cycles import run_cycle
 from tests.support.database import SlotDatabase
 from tests.support.slots import make_slot, past_slots

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from psycopg import sql
 
-from slot_expiration.store import Selection
-from slot_expiration.store.statements import query
+from slot_expiration.db.statements import query
+from slot_expiration.expiry.store import Selection
 from tests.support.database import SlotDatabase
 from tests.support.slots import AS_OF
 

@@ -10,10 +10,11 @@ from contextlib import asynccontextmanager
 import psycopg
 import pytest
 
-from slot_expiration.cycle import CycleFailed, CycleResult, run_cycle
+from slot_expiration.db import TransactionLimits, TransientStoreError
 from slot_expiration.domain import CycleOutcome, SlotStatus
+from slot_expiration.expiry import CycleFailed, CycleResult, run_cycle
+from slot_expiration.expiry.store import CycleStore, Selection
 from slot_expiration.options import load_options
-from slot_expiration.store import CycleStore, Selection, TransactionLimits, TransientStoreError
 from slot_expiration.worker import build_cycle
 from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger
 from tests.support.doubles import RecordingSink

@@ -11,11 +11,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from slot_expiration.db.statements import query
 from slot_expiration.domain import SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.slots import BOOKABLE, OCCUPYING, WORKING_VIEW
-from slot_expiration.store.slot_context_store import EARLIEST, LATEST
-from slot_expiration.store.statements import query
+from slot_expiration.slots.store import EARLIEST, LATEST
 from tests.conftest import scratch_database
 from tests.support.slots import AS_OF
 

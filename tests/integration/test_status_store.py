@@ -9,15 +9,16 @@ from uuid import UUID
 import psycopg
 import pytest
 
+from slot_expiration.db import SchemaMissingError
 from slot_expiration.domain import SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
+from slot_expiration.expiry.store import CycleStore
 from slot_expiration.options import load_options
 from slot_expiration.quarantine import QuarantineStore
+from slot_expiration.schema.grants import GrantMode, grant_privileges
+from slot_expiration.schema.migrate import head_revision
 from slot_expiration.status import Unreadable, collect_status, render_text
-from slot_expiration.store import CycleStore, SchemaMissingError
-from slot_expiration.store.migrate import head_revision
-from slot_expiration.store.privileges import GrantMode, grant_privileges
-from slot_expiration.store.status_store import SchemaState, StatusStore
+from slot_expiration.status.store import SchemaState, StatusStore
 from slot_expiration.worker.observability import readiness_for
 from tests.support.database import LIMITS, SlotDatabase
 from tests.support.roles import password_role

@@ -6,7 +6,7 @@ more columns, its own CHECK and UNIQUE constraints, a trigger, a table that
 references it (a foreign key, with its internal triggers on this table), its
 own indexes, grants (table and column), a storage option and a comment. This
 SQL belongs to the tests (arranging and inspecting); the product's own lives in
-slot_expiration/store/*.sql.
+slot_expiration/*/*.sql (each concern beside its code).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from slot_expiration.cycle import (
+from slot_expiration.domain import SlotRef, utc_now
+from slot_expiration.expiry import (
     BacklogMeasured,
     BatchCommitted,
     BatchResult,
@@ -18,10 +19,10 @@ from slot_expiration.cycle import (
     CycleRun,
     ExpiryCycle,
 )
-from slot_expiration.domain import SlotRef, utc_now
+from slot_expiration.expiry.result import ItemFailure
+from slot_expiration.expiry.store import CycleStore
 from slot_expiration.options import CycleOptions, load_settings
-from slot_expiration.quarantine import ItemFailure, PoisonBackoff
-from slot_expiration.store import CycleStore
+from slot_expiration.quarantine import PoisonBackoff
 from tests.support.database import LIMITS
 from tests.support.slots import AS_OF
 

@@ -1,7 +1,7 @@
 """Test-side access to a test database: seeding, inspecting, locking, triggers.
 
 This SQL belongs to the tests (inspection and fault injection); the product's
-own statements live in slot_expiration/store/cycle.sql.
+own statements live in slot_expiration/expiry/expiry.sql.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
+from slot_expiration.db import TransactionLimits
 from slot_expiration.domain import Slot, SlotStatus
-from slot_expiration.store import CycleStore, TransactionLimits
+from slot_expiration.expiry.store import CycleStore
 
 LIMITS = TransactionLimits(
     statement_timeout_ms=60_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=60_000

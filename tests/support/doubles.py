@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from slot_expiration.cycle import (
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.expiry import (
     BacklogMeasured,
     BatchCommitted,
     BatchResult,
@@ -18,7 +19,6 @@ from slot_expiration.cycle import (
     CycleStarted,
     StopReason,
 )
-from slot_expiration.domain import CycleOutcome
 from slot_expiration.loop import Event, LoopStopped, TickSkipped
 
 

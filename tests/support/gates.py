@@ -11,8 +11,8 @@ from uuid import UUID
 
 from psycopg import sql
 
+from slot_expiration.db import ApplicationName
 from slot_expiration.domain import SlotStatus
-from slot_expiration.store import ApplicationName
 from tests.support.database import SlotDatabase
 
 SLOTS_APPLICATION = ApplicationName.SLOTS

@@ -8,7 +8,7 @@ from uuid import UUID, uuid4
 from psycopg.rows import kwargs_row
 
 from slot_expiration.domain import CycleOutcome
-from slot_expiration.store.history_store import CycleRecord
+from slot_expiration.history.store import CycleRecord
 from tests.support.database import SlotDatabase
 
 _ERROR_TYPES = {

@@ -1,7 +1,7 @@
 """Partitioned calendars, as a calendar keeps years of history: availability_slots
 partitioned by month of start_at with pg_partman (Debian's postgresql-15-partman), or by
 hash on id; and what the worker's index looks like on them. This SQL arranges and
-inspects tests; the product's own lives in slot_expiration/store/*.sql.
+inspects tests; the product's own lives beside each concern (slot_expiration/*/*.sql).
 """
 
 from __future__ import annotations

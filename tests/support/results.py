@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
-from slot_expiration.cycle import BatchResult, CycleEnded, CycleResult, StopReason
 from slot_expiration.domain import CycleOutcome, SlotRef
-from slot_expiration.quarantine import ItemFailure
+from slot_expiration.expiry import BatchResult, CycleEnded, CycleResult, StopReason
+from slot_expiration.expiry.result import ItemFailure
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ from benchmarks.pgbench import (
 )
 from benchmarks.store import booking_statements
 
-from slot_expiration.store.statements import query
+from slot_expiration.db.statements import query
 
 
 def test_a_log_line_with_schedule_lag_gives_latency_lag_and_end_time() -> None:

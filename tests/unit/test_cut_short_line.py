@@ -8,10 +8,10 @@ import asyncio
 import pytest
 
 from slot_expiration.cli.worker_commands import cut_short_line
-from slot_expiration.cycle import ClockSkewError, CycleFailed, outcome_of
+from slot_expiration.db import MisconfiguredStoreError
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.expiry import ClockSkewError, CycleFailed, outcome_of
 from slot_expiration.options import CycleOptions, load_settings
-from slot_expiration.store import MisconfiguredStoreError
 from tests.support.results import ended
 
 SETTINGS = load_settings(

@@ -8,9 +8,9 @@ from uuid import UUID
 
 import pytest
 
-from slot_expiration.cycle import CycleFailed, CycleResult, CycleRun, run_cycle
+from slot_expiration.db import TransientStoreError
 from slot_expiration.domain import CycleOutcome
-from slot_expiration.store import TransientStoreError
+from slot_expiration.expiry import CycleFailed, CycleResult, CycleRun, run_cycle
 from tests.support.doubles import RecordingSink, empty_result
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -9,14 +9,14 @@ from uuid import UUID, uuid4
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slot_expiration.cycle import (
+from slot_expiration.domain import CycleOutcome, SlotRef
+from slot_expiration.expiry import (
     FAILED_SAMPLE_SIZE,
     BatchResult,
     CycleProgress,
     StopReason,
 )
-from slot_expiration.domain import CycleOutcome, SlotRef
-from slot_expiration.quarantine import ItemFailure
+from slot_expiration.expiry.result import ItemFailure
 
 AS_OF = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 RUN_ID = UUID("6f1c2d3e-0000-4000-8000-000000000001")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from slot_expiration.store.schema_version import HEAD_REVISION
+from slot_expiration.schema.version import HEAD_REVISION
 from tests.support.artifact import REPOSITORY, installed_package
 
 DOCUMENTS = sorted(
@@ -28,7 +28,7 @@ NAMES_A_MIGRATION = re.compile(r"\b[Mm]igrations? `?(\d{4})`?")
 
 
 def _revisions() -> set[str]:
-    versions = installed_package() / "store" / "migrations" / "versions"
+    versions = installed_package() / "schema" / "migrations" / "versions"
     return {path.name[:4] for path in versions.glob("[0-9][0-9][0-9][0-9]_*.py")}
 
 

@@ -10,18 +10,18 @@ from uuid import uuid4
 import pytest
 from structlog.testing import capture_logs
 
-from slot_expiration.cycle import (
+from slot_expiration.db import MisconfiguredStoreError, TransientStoreError
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.domain.text import MAX_MESSAGE_CHARS
+from slot_expiration.expiry import (
     BatchCommitted,
     ClockSkewError,
     CycleEnded,
     CycleProgress,
     CycleStarted,
 )
-from slot_expiration.domain import CycleOutcome
-from slot_expiration.domain.text import MAX_MESSAGE_CHARS
-from slot_expiration.store import MisconfiguredStoreError, TransientStoreError
-from slot_expiration.store.history_store import CycleRecord
-from slot_expiration.telemetry.history import HistorySink, default_instance
+from slot_expiration.history.sink import HistorySink, default_instance
+from slot_expiration.history.store import CycleRecord
 from tests.support.results import AS_OF, FakeClock, batch, cycle_result, ended
 
 

@@ -27,7 +27,7 @@ def test_the_shared_error_path_does_not_load_the_embedded_server(module: str) ->
     assert "slot_expiration.embedded.postgres" not in loaded
 
 
-def test_the_store_holds_only_the_products_persistence() -> None:
-    loaded = _loaded_after("slot_expiration.store")
+def test_the_database_kernel_holds_only_the_products_persistence() -> None:
+    loaded = _loaded_after("slot_expiration.db")
 
     assert not {name for name in loaded if name.startswith("benchmarks")}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from uuid import uuid4
 
-from slot_expiration.cycle import CycleEnded, CycleStarted
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.expiry import CycleEnded, CycleStarted
 from slot_expiration.loop import LoopStarted, LoopStopping, TickSkipped
 from slot_expiration.telemetry.liveness import SLACK_SECONDS, Liveness
 from tests.support.results import AS_OF, FakeClock, cycle_result, ended

@@ -13,15 +13,16 @@ from uuid import uuid4
 import pytest
 from structlog.testing import capture_logs
 
-from slot_expiration.cycle import (
+from slot_expiration.db import MisconfiguredStoreError, TransientStoreError
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.domain.text import MAX_MESSAGE_CHARS
+from slot_expiration.expiry import (
     BatchCommitted,
     BatchStarted,
     ClockSkewError,
     CycleEnded,
     CycleStarted,
 )
-from slot_expiration.domain import CycleOutcome
-from slot_expiration.domain.text import MAX_MESSAGE_CHARS
 from slot_expiration.loop import (
     Event,
     LoopStarted,
@@ -30,7 +31,6 @@ from slot_expiration.loop import (
     TickSkipped,
     fan_out,
 )
-from slot_expiration.store import MisconfiguredStoreError, TransientStoreError
 from slot_expiration.telemetry import LogEvent, LogSink
 from tests.support.results import AS_OF, batch, cycle_result, ended, failure
 

@@ -9,7 +9,9 @@ import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from slot_expiration.cycle import (
+from slot_expiration.db import MisconfiguredStoreError, SchemaMissingError, TransientStoreError
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.expiry import (
     BACKLOG_COUNT_CAP,
     BacklogMeasured,
     BatchCommitted,
@@ -19,9 +21,7 @@ from slot_expiration.cycle import (
     CycleProgress,
     CycleStarted,
 )
-from slot_expiration.domain import CycleOutcome
 from slot_expiration.loop import Event, LoopStarted, TickSkipped
-from slot_expiration.store import MisconfiguredStoreError, SchemaMissingError, TransientStoreError
 from slot_expiration.telemetry.metrics import DURATION_BUCKETS, Metrics
 from tests.support.promtool import promtool
 from tests.support.results import AS_OF, FakeClock, batch, cycle_result, ended, failure

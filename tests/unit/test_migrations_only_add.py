@@ -2,7 +2,7 @@
 the few operations listed here with the reason they are safe.
 
 A release keeps running on the schema of a newer one (rolling deploys, rollbacks:
-src/slot_expiration/store/migrations/README.md). This scan reads each migration's
+src/slot_expiration/schema/migrations/README.md). This scan reads each migration's
 source, every function but `downgrade`, for Alembic operations and SQL that take
 something away. tests/integration/test_previous_release.py checks the same rule
 from the other side, with the previous release's own statements.
@@ -53,7 +53,7 @@ ALLOWED: Final = {
 
 
 def _migrations() -> dict[str, ast.Module]:
-    versions = files("slot_expiration.store").joinpath("migrations", "versions")
+    versions = files("slot_expiration.schema").joinpath("migrations", "versions")
     modules = {}
     for entry in versions.iterdir():
         if entry.name.endswith(".py"):

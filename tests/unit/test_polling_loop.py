@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-from slot_expiration.cycle import CycleEnded, CycleResult, CycleRun, CycleStarted
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.expiry import CycleEnded, CycleResult, CycleRun, CycleStarted
 from slot_expiration.loop import (
     Event,
     LoopStats,

@@ -9,7 +9,7 @@ from importlib.resources import files
 import pytest
 from benchmarks.store import bench_query
 
-from slot_expiration.store.statements import load_queries, parse_queries, query
+from slot_expiration.db.statements import SQL_PACKAGES, load_queries, parse_queries, query
 
 USED_BY_SLOT_STORE = (
     "expire_batch",
@@ -23,15 +23,15 @@ USED_BY_SLOT_STORE = (
 
 
 SQL_FILES = (
-    ("slot_expiration.store", "history.sql"),
-    ("slot_expiration.store", "migrate.sql"),
-    ("slot_expiration.store", "privileges.sql"),
+    ("slot_expiration.history", "history.sql"),
+    ("slot_expiration.schema", "migrate.sql"),
+    ("slot_expiration.schema", "grants.sql"),
     ("slot_expiration.quarantine", "quarantine.sql"),
-    ("slot_expiration.store", "cycle.sql"),
-    ("slot_expiration.store", "schema.sql"),
-    ("slot_expiration.store", "session.sql"),
-    ("slot_expiration.store", "slot_context.sql"),
-    ("slot_expiration.store", "status.sql"),
+    ("slot_expiration.expiry", "expiry.sql"),
+    ("slot_expiration.schema", "contract.sql"),
+    ("slot_expiration.db", "session.sql"),
+    ("slot_expiration.slots", "slots.sql"),
+    ("slot_expiration.status", "status.sql"),
 )
 # The statements that pick, count or explain the due slots: one selection for all.
 SELECTION_STATEMENTS = ("expire_batch", "lock_batch", "status_explain_selection")
@@ -54,7 +54,7 @@ def test_every_statement_named_in_every_sql_file_is_loaded() -> None:
 def test_the_packages_hold_no_other_sql_file_than_those_listed() -> None:
     found = [
         (package, entry.name)
-        for package in ("slot_expiration.store", "slot_expiration.quarantine")
+        for package in SQL_PACKAGES
         for entry in files(package).iterdir()
         if entry.name.endswith(".sql")
     ]

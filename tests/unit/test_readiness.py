@@ -8,14 +8,14 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from uuid import uuid4
 
-from slot_expiration.cycle import ClockSkewError, CycleEnded
-from slot_expiration.domain import CycleOutcome
-from slot_expiration.domain.text import MAX_MESSAGE_CHARS
-from slot_expiration.store.errors import (
+from slot_expiration.db.errors import (
     MisconfiguredStoreError,
     SchemaMissingError,
     TransientStoreError,
 )
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.domain.text import MAX_MESSAGE_CHARS
+from slot_expiration.expiry import ClockSkewError, CycleEnded
 from slot_expiration.telemetry.readiness import Readiness
 from tests.support.history import cycle_record
 from tests.support.results import AS_OF, cycle_result, ended

@@ -10,8 +10,8 @@ import pytest
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-from slot_expiration.store.migrate import head_revision
-from slot_expiration.store.schema_version import (
+from slot_expiration.schema.migrate import head_revision
+from slot_expiration.schema.version import (
     HEAD_REVISION,
     SchemaPosition,
     ahead_of_release,
@@ -73,5 +73,5 @@ def test_a_schema_ahead_is_said_with_both_revisions() -> None:
 
 def _alembic_config() -> Config:
     config = Config()
-    config.set_main_option("script_location", "slot_expiration.store:migrations")
+    config.set_main_option("script_location", "slot_expiration.schema:migrations")
     return config

@@ -4,7 +4,7 @@ decoy beside the worker's own tables is refused, naming both and how to point at
 
 from __future__ import annotations
 
-from slot_expiration.store.schema_location import SlotTableIdentity
+from slot_expiration.schema.location import SlotTableIdentity
 
 
 def identity(**given: object) -> SlotTableIdentity:

@@ -10,9 +10,11 @@ from typing import Any
 
 import yaml
 
-from slot_expiration.cycle import BACKLOG_COUNT_CAP
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.expiry import BACKLOG_COUNT_CAP
+from slot_expiration.history.store import BacklogRow
 from slot_expiration.quarantine.store import QuarantineListing
+from slot_expiration.schema.version import HEAD_REVISION
 from slot_expiration.status.check import (
     BACKLOG_WARNING_ABOVE,
     NO_SUCCESS_INTERVALS,
@@ -33,9 +35,7 @@ from slot_expiration.status.report import (
     backlog_fall,
     deployment_backlog_change,
 )
-from slot_expiration.store.history_store import BacklogRow
-from slot_expiration.store.schema_version import HEAD_REVISION
-from slot_expiration.store.status_store import SchemaState
+from slot_expiration.status.store import SchemaState
 from tests.support.history import cycle_record
 from tests.support.promtool import ALERTS
 from tests.support.results import AS_OF

@@ -8,7 +8,7 @@ from uuid import uuid4
 import psycopg
 import pytest
 
-from slot_expiration.store.errors import (
+from slot_expiration.db.errors import (
     SQLSTATE_FAMILIES,
     ErrorFamily,
     MisconfiguredStoreError,

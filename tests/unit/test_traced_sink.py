@@ -15,7 +15,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from slot_expiration.cycle import (
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.expiry import (
     BacklogMeasured,
     BatchCommitted,
     BatchResult,
@@ -27,7 +28,6 @@ from slot_expiration.cycle import (
     CycleStarted,
     run_cycle,
 )
-from slot_expiration.domain import CycleOutcome
 from slot_expiration.loop import Event, LoopStarted, LoopStopped, LoopStopping, TickSkipped
 from slot_expiration.options import LogFormat
 from slot_expiration.telemetry import LogSink, configure_logging

@@ -12,13 +12,13 @@ from datetime import timedelta
 
 import pytest
 
+from slot_expiration.db import TransientStoreError
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.history.store import BacklogPoint, CycleRecord
 from slot_expiration.quarantine.store import FailedSlot, QuarantineListing
 from slot_expiration.status.check import Level, judge
 from slot_expiration.status.replicas import ReplicaAnswer, Unrecorded
 from slot_expiration.status.report import CycleSummary, Health, Unreadable
-from slot_expiration.store import TransientStoreError
-from slot_expiration.store.history_store import BacklogPoint, CycleRecord
 from slot_expiration.telemetry.http_server import Request
 from slot_expiration.ui.chart import backlog_chart, nice_ceiling
 from slot_expiration.ui.page import PageOptions, render_page

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from slot_expiration.db.statements import query
 from slot_expiration.domain import EXPIRE, SlotStatus, require_transition
-from slot_expiration.store.statements import query
 
 SELECTIONS = ("expire_batch", "lock_batch", "count_backlog_capped", "count_backlog")
 TRANSITIONS = ("expire_batch", "expire_slot")

@@ -12,7 +12,7 @@ import click
 from slot_expiration.cli.common import guarded, required_url, settings_from
 from slot_expiration.cli.option_flags import options
 from slot_expiration.options import DatabaseOptions
-from slot_expiration.store.privileges import (
+from slot_expiration.schema.grants import (
     GrantMode,
     GrantReport,
     HeldPrivilege,

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 from pydantic_settings import BaseSettings
 
 from slot_expiration.cli.errors import ExitCode, fail, reject
+from slot_expiration.db import ErrorFamily, SchemaMissingError, StoreError
+from slot_expiration.db.errors import SchemaFix
 from slot_expiration.domain import SlotRuleError
 from slot_expiration.options import (
     ENV_PREFIX,
@@ -20,10 +22,8 @@ from slot_expiration.options import (
     load_settings,
 )
 from slot_expiration.options.database_url import redact_typed, redact_url
-from slot_expiration.store import ErrorFamily, SchemaMissingError, StoreError
-from slot_expiration.store.errors import SchemaFix
-from slot_expiration.store.privileges import GrantRefusedError
-from slot_expiration.store.schema_location import slot_table_elsewhere
+from slot_expiration.schema.grants import GrantRefusedError
+from slot_expiration.schema.location import slot_table_elsewhere
 from slot_expiration.telemetry.endpoints import EndpointError
 from slot_expiration.telemetry.traces import TracingConfigError
 

@@ -15,6 +15,8 @@ import click
 from slot_expiration.cli.common import guarded, required_url, settings_from
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cli.option_flags import options
+from slot_expiration.db import ApplicationName, TransactionLimits
+from slot_expiration.db.session import milliseconds
 from slot_expiration.domain import utc_now
 from slot_expiration.options import DatabaseOptions
 from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
@@ -24,10 +26,8 @@ from slot_expiration.quarantine import (
     QuarantineListing,
     QuarantineStore,
 )
+from slot_expiration.status.store import StatusStore
 from slot_expiration.status.wording import count_of, one_line
-from slot_expiration.store import ApplicationName, TransactionLimits
-from slot_expiration.store.session import milliseconds
-from slot_expiration.store.status_store import StatusStore
 
 # An operator's retry or park is one short statement: it must not wait long behind a
 # cycle's lock.

@@ -11,11 +11,11 @@ import click
 from slot_expiration.cli.common import guarded, located, required_url, settings_from
 from slot_expiration.cli.common import store_failure as store_failure_line
 from slot_expiration.cli.option_flags import options
+from slot_expiration.db import StoreError
 from slot_expiration.options import DatabaseOptions, OptionsError, StatusOptions, load_settings
 from slot_expiration.status import StatusReport, collect_status, render_text
 from slot_expiration.status.check import Level, Verdict, judge
 from slot_expiration.status.report import EXPLAINED_BATCH_SIZE, collect_health
-from slot_expiration.store import StoreError
 
 
 @click.command()

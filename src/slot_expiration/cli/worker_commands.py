@@ -14,25 +14,25 @@ from slot_expiration.cli.common import guarded, required_url, settings_from, sto
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cli.option_flags import options
 from slot_expiration.cli.warnings import log_environment_warnings
-from slot_expiration.cycle import CycleFailed, CycleResult
+from slot_expiration.db import StoreError
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.domain.text import excerpt
+from slot_expiration.expiry import CycleFailed, CycleResult
 from slot_expiration.options import (
     CycleOptions,
     MigrateOptions,
     MigrationSqlOptions,
     WorkerOptions,
 )
+from slot_expiration.schema.version import HEAD_REVISION
 from slot_expiration.status.wording import count_of
-from slot_expiration.store import StoreError
-from slot_expiration.store.schema_version import HEAD_REVISION
 from slot_expiration.telemetry import configure_logging
 from slot_expiration.telemetry.native_stderr import native_stderr_logged
 from slot_expiration.worker import run_once, run_worker
 from slot_expiration.worker.open_files import raise_open_files_limit
 
 if TYPE_CHECKING:
-    from slot_expiration.store.migrate import MigrationOutcome
+    from slot_expiration.schema.migrate import MigrationOutcome
 
 # An --as-of further ahead than this expires slots people can still book.
 FUTURE_AS_OF_TOLERANCE = timedelta(minutes=1)
@@ -93,7 +93,7 @@ def migrate(as_sql: bool, adopt: bool, from_revision: str | None, **given: Any) 
 
 
 def _migrate(url: str, settings: MigrateOptions) -> MigrationOutcome:
-    from slot_expiration.store import migrate as migrations  # noqa: PLC0415 - Alembic only now
+    from slot_expiration.schema import migrate as migrations  # noqa: PLC0415 - Alembic only now
 
     # Said while it waits, not when it ends: flushed, a pipe (a Job's log) sees it at once.
     def waiting() -> None:
@@ -114,8 +114,8 @@ def _migrate(url: str, settings: MigrateOptions) -> MigrationOutcome:
 
 
 def _migration_sql(settings: MigrationSqlOptions, adopt: bool, from_revision: str | None) -> str:
-    from slot_expiration.store import migrate as migrations  # noqa: PLC0415 - Alembic only now
-    from slot_expiration.store.errors import MigrationError  # noqa: PLC0415
+    from slot_expiration.db.errors import MigrationError  # noqa: PLC0415
+    from slot_expiration.schema import migrate as migrations  # noqa: PLC0415 - Alembic only now
 
     try:
         return migrations.upgrade_sql(

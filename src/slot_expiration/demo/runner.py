@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TextIO
 
-from slot_expiration.cycle import CycleEnded
 from slot_expiration.demo.seed import (
     DemoMix,
     DemoSlot,
@@ -17,10 +16,11 @@ from slot_expiration.demo.seed import (
     publishing_clock,
 )
 from slot_expiration.domain import Slot, SlotRuleError, SlotStatus, utc_now
+from slot_expiration.expiry import CycleEnded
 from slot_expiration.loop import Event, LoopStarted, LoopStopped, StopSignal, TickSkipped
 from slot_expiration.options import WorkerOptions
+from slot_expiration.schema.version import upgrade
 from slot_expiration.slots import SlotOperations
-from slot_expiration.store.schema_version import upgrade
 from slot_expiration.worker import run_worker, store_factory
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from slot_expiration.cycle import CycleEvent
+from slot_expiration.expiry import CycleEvent
 
 
 @dataclass(frozen=True, slots=True)

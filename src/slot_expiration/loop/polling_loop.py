@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from slot_expiration.cycle import Cycle, CycleFailed, run_cycle
 from slot_expiration.domain import utc_now
+from slot_expiration.expiry import Cycle, CycleFailed, run_cycle
 from slot_expiration.loop.events import LoopStopped, LoopStopping, Sink, TickSkipped
 from slot_expiration.loop.signals import StopSignal
 from slot_expiration.loop.ticker import Ticker

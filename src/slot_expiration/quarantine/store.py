@@ -16,16 +16,16 @@ from functools import partial
 from typing import Any, Self
 from uuid import UUID
 
-from slot_expiration.domain.text import MAX_MESSAGE_CHARS, excerpt
-from slot_expiration.store.errors import NotQuarantinedError
-from slot_expiration.store.history_store import PURGE_BATCH
-from slot_expiration.store.schema_location import verify_slot_table
-from slot_expiration.store.session import (
+from slot_expiration.db.errors import NotQuarantinedError
+from slot_expiration.db.session import (
     ApplicationName,
     Session,
     SessionSettings,
     TransactionLimits,
 )
+from slot_expiration.domain.text import MAX_MESSAGE_CHARS, excerpt
+from slot_expiration.history.store import PURGE_BATCH
+from slot_expiration.schema.location import verify_slot_table
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Self
 from uuid import UUID, uuid4
 
+from slot_expiration.db.errors import StoreError
 from slot_expiration.domain import Slot, SlotStatus, require_transition, sources_of, utc_now
 from slot_expiration.slots.cursor import ShowcaseCursor
 from slot_expiration.slots.errors import (
@@ -29,15 +30,14 @@ from slot_expiration.slots.errors import (
 )
 from slot_expiration.slots.ranges import SlotRange, overlaps_with
 from slot_expiration.slots.rules import BOOKABLE, OCCUPYING, SlotPolicy, check_publication
-from slot_expiration.slots.views import WORKING_VIEW, PageRequest, ShowcasePage, TimeWindow
-from slot_expiration.store.errors import StoreError
-from slot_expiration.store.slot_context_store import (
+from slot_expiration.slots.store import (
     EARLIEST,
     LATEST,
     ShowcaseQuery,
     SlotContextStore,
     TenantSlot,
 )
+from slot_expiration.slots.views import WORKING_VIEW, PageRequest, ShowcasePage, TimeWindow
 
 
 class SlotOperations:

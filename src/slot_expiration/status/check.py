@@ -22,17 +22,17 @@ from enum import IntEnum, StrEnum
 from typing import Final
 
 from slot_expiration.domain import CycleOutcome
-from slot_expiration.status.replicas import ReplicaAnswer
-from slot_expiration.status.report import LIVE_SLACK, CycleSummary, Health, Unreadable
-from slot_expiration.status.wording import age_text, count_of, one_line
-from slot_expiration.store.history_store import CycleRecord
-from slot_expiration.store.schema_version import (
+from slot_expiration.history.store import CycleRecord
+from slot_expiration.schema.version import (
     SchemaPosition,
     ahead_of_release,
     position_of,
     unknown_revision,
 )
-from slot_expiration.store.status_store import SchemaState
+from slot_expiration.status.replicas import ReplicaAnswer
+from slot_expiration.status.report import LIVE_SLACK, CycleSummary, Health, Unreadable
+from slot_expiration.status.store import SchemaState
+from slot_expiration.status.wording import age_text, count_of, one_line
 
 # SlotExpirationNoSuccessfulCycle: `time() - last success > 1800`.
 NO_SUCCESS_SECONDS: Final = 1_800

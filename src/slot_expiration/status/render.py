@@ -6,20 +6,19 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from slot_expiration.cycle import BACKLOG_COUNT_CAP
+from slot_expiration.db import ApplicationName
 from slot_expiration.domain import CycleOutcome, SlotStatus
+from slot_expiration.expiry import BACKLOG_COUNT_CAP
+from slot_expiration.history.store import CycleRecord
 from slot_expiration.quarantine import FailedSlot
-from slot_expiration.status.report import CycleSummary, Quarantine, StatusReport, Unreadable
-from slot_expiration.status.wording import age_text, count_of, due_text, one_line, size_text
-from slot_expiration.store import ApplicationName
-from slot_expiration.store.history_store import CycleRecord
-from slot_expiration.store.schema_version import (
+from slot_expiration.schema.version import (
     SchemaPosition,
     ahead_of_release,
     position_of,
     unknown_revision,
 )
-from slot_expiration.store.status_store import (
+from slot_expiration.status.report import CycleSummary, Quarantine, StatusReport, Unreadable
+from slot_expiration.status.store import (
     SELECTION_INDEX,
     SLOT_TABLE,
     OverdueSlot,
@@ -28,6 +27,7 @@ from slot_expiration.store.status_store import (
     TableSize,
     WorkerSession,
 )
+from slot_expiration.status.wording import age_text, count_of, due_text, one_line, size_text
 
 T = TypeVar("T")
 

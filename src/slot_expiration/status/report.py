@@ -13,24 +13,24 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
 
-from slot_expiration.cycle import BACKLOG_COUNT_CAP
-from slot_expiration.cycle.backlog_trend import (
+from slot_expiration.db import ApplicationName, SchemaMissingError, StoreError
+from slot_expiration.domain import CycleOutcome, SlotStatus
+from slot_expiration.expiry import BACKLOG_COUNT_CAP
+from slot_expiration.expiry.backlog_trend import (
     TREND_WINDOW,
     BacklogSample,
     backlog_change,
     trend_window,
 )
-from slot_expiration.domain import CycleOutcome, SlotStatus
+from slot_expiration.history.store import BacklogRow, CycleRecord, OutcomeCount
 from slot_expiration.options import CycleOptions
 from slot_expiration.options.listen_address import ListenAddress
 from slot_expiration.options.settings import DEFAULT_INTERVAL_SECONDS
 from slot_expiration.quarantine import QuarantineListing, QuarantineStore
+from slot_expiration.schema.location import slot_table_elsewhere
+from slot_expiration.schema.version import HEAD_REVISION, SchemaPosition, position_of
 from slot_expiration.status.replicas import ReplicaAnswer, ask_replicas
-from slot_expiration.store import ApplicationName, SchemaMissingError, StoreError
-from slot_expiration.store.history_store import BacklogRow, CycleRecord, OutcomeCount
-from slot_expiration.store.schema_location import slot_table_elsewhere
-from slot_expiration.store.schema_version import HEAD_REVISION, SchemaPosition, position_of
-from slot_expiration.store.status_store import (
+from slot_expiration.status.store import (
     SELECTION_INDEX,
     OverdueSlot,
     SchemaState,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from uuid import UUID
 
-from slot_expiration.cycle import CycleEnded, CycleStarted
+from slot_expiration.expiry import CycleEnded, CycleStarted
 from slot_expiration.loop import Event, LoopStarted, LoopStopped, LoopStopping, TickSkipped
 
 # Room for a late wake-up, a slow connect or a slow rollback before the loop

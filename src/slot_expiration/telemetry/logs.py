@@ -13,7 +13,8 @@ from typing import Final
 
 import structlog
 
-from slot_expiration.cycle import (
+from slot_expiration.domain.text import excerpt
+from slot_expiration.expiry import (
     BatchCommitted,
     BatchResult,
     ClockCompared,
@@ -23,7 +24,6 @@ from slot_expiration.cycle import (
     describe,
     sqlstate_of,
 )
-from slot_expiration.domain.text import excerpt
 from slot_expiration.loop import Event, LoopStarted, LoopStopped, LoopStopping, TickSkipped
 from slot_expiration.options import LogFormat
 from slot_expiration.options.settings import DEFAULT_MAX_CLOCK_SKEW_SECONDS

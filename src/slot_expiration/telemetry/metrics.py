@@ -31,7 +31,8 @@ from prometheus_client import (
 )
 
 from slot_expiration import __version__
-from slot_expiration.cycle import (
+from slot_expiration.domain import CycleOutcome
+from slot_expiration.expiry import (
     BACKLOG_COUNT_CAP,
     BacklogMeasured,
     BatchCommitted,
@@ -39,13 +40,12 @@ from slot_expiration.cycle import (
     CycleEnded,
     CycleResult,
 )
-from slot_expiration.cycle.backlog_trend import (
+from slot_expiration.expiry.backlog_trend import (
     BacklogSample,
     backlog_change,
     keep_for,
     trend_window,
 )
-from slot_expiration.domain import CycleOutcome
 from slot_expiration.loop import Event, LoopStarted, TickSkipped
 from slot_expiration.options.settings import DEFAULT_INTERVAL_SECONDS
 

@@ -16,13 +16,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from slot_expiration.cycle import CycleEnded, sqlstate_of
+from slot_expiration.db.errors import ErrorFamily, SchemaMissingError, StoreError
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.domain.text import excerpt
+from slot_expiration.expiry import CycleEnded, sqlstate_of
+from slot_expiration.history.store import CycleRecord
 from slot_expiration.loop import Event
-from slot_expiration.store.errors import ErrorFamily, SchemaMissingError, StoreError
-from slot_expiration.store.history_store import CycleRecord
-from slot_expiration.store.schema_version import (
+from slot_expiration.schema.version import (
     SchemaPosition,
     ahead_of_release,
     position_of,

@@ -24,7 +24,7 @@ from uuid import UUID
 from opentelemetry import context, trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
-from slot_expiration.cycle import (
+from slot_expiration.expiry import (
     BacklogMeasured,
     BatchCommitted,
     BatchResult,
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
 INSTRUMENTATION: Final = "slot_expiration"
-CYCLE_SPAN: Final = "slot_expiration.cycle"
+CYCLE_SPAN: Final = "slot_expiration.expiry"
 BATCH_SPAN: Final = "slot_expiration.batch"
 # A batch touches up to batch_size slots (twice that when topping up past poison
 # rows): its span names at most this many distinct tenants and failed slots.

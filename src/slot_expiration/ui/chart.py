@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
+from slot_expiration.history.store import BacklogPoint, CycleRecord
 from slot_expiration.status.check import BACKLOG_WARNING_ABOVE
-from slot_expiration.store.history_store import BacklogPoint, CycleRecord
 
 WIDTH: Final = 720
 HEIGHT: Final = 220

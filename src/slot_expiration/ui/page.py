@@ -20,12 +20,12 @@ from typing import Any, Final
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.history.store import CycleRecord
 from slot_expiration.status.check import Finding, Section, Verdict
 from slot_expiration.status.render import index_text, schema_text
 from slot_expiration.status.replicas import ReplicaAnswer
 from slot_expiration.status.report import CycleSummary, Health, Quarantine, Unreadable
 from slot_expiration.status.wording import age_text, count_of, due_text, one_line
-from slot_expiration.store.history_store import CycleRecord
 from slot_expiration.ui.chart import BacklogChart, backlog_chart
 from slot_expiration.ui.snapshot import CHART_POINTS, CHART_WINDOW, RECENT_CYCLES, UiSnapshot
 

@@ -19,9 +19,9 @@ from dataclasses import replace
 from typing import Final
 from urllib.parse import parse_qs
 
+from slot_expiration.db import StoreError
 from slot_expiration.options.listen_address import ListenAddress
 from slot_expiration.status.check import Verdict, judge
-from slot_expiration.store import StoreError
 from slot_expiration.telemetry.endpoints import listen_failure
 from slot_expiration.telemetry.http_server import HttpServer, Reply, Request, start_server
 from slot_expiration.ui import UiServeError

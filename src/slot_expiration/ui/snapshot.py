@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Final
 
+from slot_expiration.db import ApplicationName
+from slot_expiration.history.store import BacklogPoint, CycleRecord
 from slot_expiration.options.listen_address import ListenAddress
 from slot_expiration.status.report import (
     EXPLAINED_BATCH_SIZE,
@@ -24,9 +26,7 @@ from slot_expiration.status.report import (
     read_part,
     refuse_a_slot_table_elsewhere,
 )
-from slot_expiration.store import ApplicationName
-from slot_expiration.store.history_store import BacklogPoint, CycleRecord
-from slot_expiration.store.status_store import SelectionIndex, StatusStore
+from slot_expiration.status.store import SelectionIndex, StatusStore
 
 # The latest cycles read for the table, newest first; identical failures in a row fold into
 # one row (page.py), so a long outage is one row and the rows before it still show.

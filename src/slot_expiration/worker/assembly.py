@@ -8,7 +8,9 @@ from datetime import datetime, timedelta
 
 import structlog
 
-from slot_expiration.cycle import (
+from slot_expiration.db import SchemaMissingError, TransactionLimits, TransientStoreError
+from slot_expiration.db.errors import SchemaFix
+from slot_expiration.expiry import (
     CycleEnded,
     CycleFailed,
     CycleLimits,
@@ -18,6 +20,9 @@ from slot_expiration.cycle import (
     misconfigured,
     run_cycle,
 )
+from slot_expiration.expiry.store import CycleStore
+from slot_expiration.history.housekeeping import Housekeeping, record_cycle
+from slot_expiration.history.sink import HistorySink, Written, default_instance
 from slot_expiration.loop import (
     Event,
     IntervalTicker,
@@ -34,22 +39,13 @@ from slot_expiration.loop import (
 )
 from slot_expiration.options import CycleOptions, WorkerOptions
 from slot_expiration.quarantine import PoisonBackoff
-from slot_expiration.store import (
-    CycleStore,
-    SchemaMissingError,
-    TransactionLimits,
-    TransientStoreError,
-)
-from slot_expiration.store.errors import SchemaFix
-from slot_expiration.store.schema_version import (
+from slot_expiration.schema.version import (
     HEAD_REVISION,
     SchemaPosition,
     ahead_of_release,
     position_of,
 )
 from slot_expiration.telemetry import LogSink
-from slot_expiration.telemetry.history import HistorySink, Written, default_instance
-from slot_expiration.telemetry.housekeeping import Housekeeping, record_cycle
 from slot_expiration.telemetry.logs import LogEvent
 from slot_expiration.telemetry.traces import traced, tracing, tracing_on
 from slot_expiration.worker.observability import Observability, announce

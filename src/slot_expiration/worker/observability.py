@@ -10,11 +10,11 @@ from typing import Final
 import structlog
 from opentelemetry.trace import Tracer
 
+from slot_expiration.db.session import ApplicationName
 from slot_expiration.loop import Sink, fan_out
 from slot_expiration.options import WorkerOptions
-from slot_expiration.store.schema_version import HEAD_REVISION
-from slot_expiration.store.session import ApplicationName
-from slot_expiration.store.status_store import StatusStore
+from slot_expiration.schema.version import HEAD_REVISION
+from slot_expiration.status.store import StatusStore
 from slot_expiration.telemetry.endpoints import serving
 from slot_expiration.telemetry.liveness import Liveness
 from slot_expiration.telemetry.logs import LogEvent

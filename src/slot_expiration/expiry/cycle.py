@@ -1,0 +1,311 @@
+"""One cycle: expire past Available slots in one batch (or, draining, several),
+isolating and quarantining poison rows."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, suppress
+from dataclasses import dataclass
+from datetime import datetime
+
+from slot_expiration.db import (
+    MisconfiguredStoreError,
+    RowRejectedError,
+    SchemaMissingError,
+    StoreError,
+    Transaction,
+)
+from slot_expiration.db.errors import (
+    INSUFFICIENT_PRIVILEGE,
+    UNDEFINED_COLUMN,
+    UNDEFINED_TABLE,
+    SchemaFix,
+    SlotTableElsewhereError,
+)
+from slot_expiration.domain import CycleOutcome, utc_now
+from slot_expiration.expiry.events import (
+    BacklogMeasured,
+    BatchCommitted,
+    BatchStarted,
+    ClockCompared,
+)
+from slot_expiration.expiry.failure import ClockSkewError
+from slot_expiration.expiry.limits import CycleLimits
+from slot_expiration.expiry.result import (
+    BACKLOG_COUNT_CAP,
+    BatchResult,
+    CycleResult,
+    StopReason,
+)
+from slot_expiration.expiry.row_by_row import RowByRow, RowByRowOutcome
+from slot_expiration.expiry.run import CycleRun
+from slot_expiration.expiry.store import (
+    CycleStore,
+    LockedBatch,
+    Position,
+    Preflight,
+    Problem,
+    Selection,
+)
+from slot_expiration.quarantine import QuarantineStore
+
+SLOT_TABLE = "availability_slots"
+
+StoreFactory = Callable[[], AbstractAsyncContextManager[CycleStore]]
+Record = Callable[[BatchResult], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A batch under way: its number in the cycle, when it started (monotonic), what it
+    selects, and how to record it once it committed."""
+
+    number: int
+    started: float
+    selection: Selection
+    record: Record
+
+
+class ExpiryCycle:
+    """Runs the spec's "One cycle" on a fresh store session.
+
+    It first compares the worker's clock with the database's and checks that
+    the role has what a cycle needs; a fast clock or a missing grant refuses
+    the cycle before anything is locked. Each batch is its own transaction.
+    The healthy path is one set-based statement; when the database rejects a
+    row, that attempt is rolled back whole and the batch is expired again row
+    by row (RowByRow), so only the rejected rows are left out, and they are
+    quarantined for a while. Infrastructure errors propagate: the batch in
+    flight rolls back whole, batches already committed stay committed (and
+    were reported). A cancellation is delivered once the COMMIT or ROLLBACK
+    in flight has finished; nothing new starts after it.
+    """
+
+    def __init__(
+        self,
+        open_store: StoreFactory,
+        limits: CycleLimits,
+        monotonic: Callable[[], float] = time.monotonic,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._open_store = open_store
+        self._limits = limits
+        self._monotonic = monotonic
+        self._clock = clock
+
+    async def run(self, run: CycleRun) -> CycleResult:
+        """The cycle; what it does goes to `run.progress` as it goes, so a failure (raised
+        as is: a store error, a clock ahead) still leaves what committed there."""
+        started = self._monotonic()
+        async with self._open_store() as store:
+            try:
+                await self._preflight(store, run)
+                reason = await self._batches(store, run)
+            except (StoreError, ClockSkewError):
+                await self._measure_backlog_after_failure(store, run)
+                raise
+            # Once a stop was asked for, nothing new starts: not even the count.
+            if not run.stop_requested():
+                await self._backlog(store, run)
+        return run.progress.result(CycleOutcome.SUCCESS, self._ms_since(started), reason)
+
+    async def _preflight(self, store: CycleStore, run: CycleRun) -> None:
+        """Compare the clocks and check the role's grants; end the quarantine entries of
+        slots that left Available another way."""
+        async with store.transaction():
+            await store.verify_slot_table()
+            before = self._clock()
+            preflight = await store.preflight()
+            after = self._clock()
+            skew = ((before - preflight.server_clock) + (after - preflight.server_clock)) / 2
+            run.progress.clock_skew_seconds = skew.total_seconds()
+            run.emit(ClockCompared(run.run_id, skew.total_seconds()))
+            if skew.total_seconds() > self._limits.max_clock_skew_seconds:
+                raise ClockSkewError(skew.total_seconds(), self._limits.max_clock_skew_seconds)
+            if preflight.problems:
+                raise misconfigured(preflight)
+            await QuarantineStore(store.session).end_departed(after)
+
+    async def _backlog(self, store: CycleStore, run: CycleRun) -> None:
+        """Count what is left, then the quarantine: once per cycle, in one short
+        read-only transaction."""
+        async with store.transaction():
+            at = None if run.as_of_is_now else run.as_of
+            backlog = await store.count_backlog_capped(at, BACKLOG_COUNT_CAP)
+            quarantine = await QuarantineStore(store.session).measure(self._clock())
+        run.progress.backlog = backlog
+        run.emit(
+            BacklogMeasured(
+                run.run_id, backlog, quarantine.quarantined, quarantine.oldest_age_seconds
+            )
+        )
+
+    async def _measure_backlog_after_failure(self, store: CycleStore, run: CycleRun) -> None:
+        """The backlog and quarantine gauges stay true while cycles fail (a role that may
+        read but not write, say); if even counting fails, the cycle's own error is what
+        matters."""
+        if not run.stop_requested():
+            with suppress(StoreError):
+                await self._backlog(store, run)
+
+    async def _batches(self, store: CycleStore, run: CycleRun) -> StopReason:
+        slowest_per_row = 0.0  # seconds per row asked for, of the slowest batch so far
+
+        def record(batch: BatchResult) -> None:
+            run.progress.add(batch)
+            run.emit(BatchCommitted(run.run_id, batch))
+
+        after: Position | None = None  # where the previous batch's window ended
+        while True:
+            number = run.progress.batch_started()
+            run.emit(BatchStarted(run.run_id, number))
+            size = self._limits.size_of_batch(number)
+            selection = Selection(run.as_of, self._clock(), size, after)
+            pending = _Pending(number, self._monotonic(), selection, record)
+            batch = await self._batch(store, run, pending)
+            if batch is None:  # rejected once a stop was asked for: rolled back, not retried
+                run.progress.batch_in_flight = False
+                return StopReason.STOP_REQUESTED
+            after = batch.window_end
+            slowest_per_row = max(slowest_per_row, batch.duration_ms / 1000.0 / size)
+            ahead = slowest_per_row * self._limits.size_of_batch(number + 1)
+            if (reason := self._stop_reason(run, batch, ahead)) is not None:
+                return reason
+            if self._limits.batch_pause_seconds > 0:
+                await run.pause(self._limits.batch_pause_seconds)
+                if run.stop_requested():
+                    return StopReason.STOP_REQUESTED
+
+    def _stop_reason(
+        self, run: CycleRun, batch: BatchResult, next_batch_seconds: float
+    ) -> StopReason | None:
+        if batch.exhausted:
+            return StopReason.DRAINED
+        if self._limits.max_batches and batch.number >= self._limits.max_batches:
+            return StopReason.MAX_BATCHES
+        if run.stop_requested():
+            return StopReason.STOP_REQUESTED
+        # Another batch only if the pause and twice its likely time (at the slowest rate per
+        # row so far, for its size) still fit.
+        ahead = self._limits.batch_pause_seconds + 2 * next_batch_seconds
+        if run.deadline is not None and self._monotonic() + ahead > run.deadline:
+            return StopReason.BUDGET
+        return None
+
+    async def _batch(
+        self, store: CycleStore, run: CycleRun, pending: _Pending
+    ) -> BatchResult | None:
+        """One batch, recorded once it committed (even if a cancel came during COMMIT);
+        None when the database rejected it after a stop was asked for: the row-by-row
+        retry is new work, left with the rejected rows to the next cycle.
+
+        It starts where the drain's previous batch ended (`pending.selection.after`):
+        rows that batch passed over (locked) or rejected are left to the next cycle,
+        and neither its pick nor its skipped-row count walks the entries earlier
+        batches expired.
+        """
+        transaction = Transaction()
+        try:
+            async with store.transaction() as transaction:
+                locked = await store.expire_batch(
+                    pending.selection, with_slots=self._limits.collect_slots
+                )
+        except RowRejectedError:
+            if run.stop_requested():
+                return None
+            return await self._row_by_row(store, run, pending)
+        except asyncio.CancelledError:
+            if transaction.committed:
+                pending.record(self._fast(pending, locked))
+            raise
+        batch = self._fast(pending, locked)
+        pending.record(batch)
+        return batch
+
+    def _fast(self, pending: _Pending, locked: LockedBatch) -> BatchResult:
+        return BatchResult(
+            number=pending.number,
+            expired=locked.slots,
+            failures=(),
+            skipped_locked_count=locked.skipped_locked_count,
+            duration_ms=self._ms_since(pending.started),
+            exhausted=locked.window_end is None,
+            window_end=locked.window_end,
+            expired_total=locked.taken,
+        )
+
+    async def _row_by_row(self, store: CycleStore, run: CycleRun, pending: _Pending) -> BatchResult:
+        quarantine = QuarantineStore(store.session)
+        slow = RowByRow(store, quarantine, self._limits.backoff, self._monotonic)
+        try:
+            outcome = await slow.run(pending.selection, self._top_up_until(run))
+        except asyncio.CancelledError:
+            if slow.committed is not None:
+                pending.record(self._slow(pending, slow.committed))
+            raise
+        batch = self._slow(pending, outcome)
+        pending.record(batch)
+        return batch
+
+    def _slow(self, pending: _Pending, outcome: RowByRowOutcome) -> BatchResult:
+        return BatchResult(
+            number=pending.number,
+            expired=outcome.expired,
+            failures=outcome.failures,
+            skipped_locked_count=outcome.skipped_locked_count,
+            duration_ms=self._ms_since(pending.started),
+            exhausted=outcome.exhausted,
+            window_end=outcome.window_end,
+        )
+
+    def _top_up_until(self, run: CycleRun) -> float | None:
+        """Topping a batch up past poison rows may take half of what is left of the
+        budget: the rest is for committing it and the batches after."""
+        if run.deadline is None:
+            return None
+        now = self._monotonic()
+        return now + max(run.deadline - now, 0.0) / 2
+
+    def _ms_since(self, started: float) -> float:
+        return (self._monotonic() - started) * 1000.0
+
+
+def misconfigured(preflight: Preflight) -> MisconfiguredStoreError:
+    """The one line that says what the role lacks and the command that fixes it: the
+    calendar's table changed (restored by hand), or lives in a schema the search_path
+    misses (pointed at), or the worker's own schema is missing or altered (`migrate`
+    creates or repairs it), or a grant is missing."""
+    if preflight.slot_table_schemas:
+        return SlotTableElsewhereError(
+            preflight.slot_table_schemas, preflight.search_path, preflight.role
+        )
+    problems = "; ".join(preflight.problems)
+    if preflight.has(Problem.CALENDAR):
+        return SchemaMissingError(problems, UNDEFINED_COLUMN, SchemaFix.CALENDAR)
+    if preflight.has(Problem.SCHEMA):
+        return SchemaMissingError(problems, UNDEFINED_TABLE, SchemaFix.MIGRATE)
+    fixes = []
+    if preflight.has(Problem.GRANT):
+        fixes.append(
+            "as the owner of availability_slots, run "
+            f"`slot-expiration grant --role {preflight.role}`"
+        )
+    if preflight.has(Problem.ROW_SECURITY):
+        fixes.append(
+            f"a permissive policy that shows it every row (CREATE POLICY ... ON {SLOT_TABLE} "
+            f"TO {preflight.role} USING (true)), or ALTER ROLE {preflight.role} BYPASSRLS "
+            "(a superuser can)"
+        )
+    if preflight.has(Problem.RESTRICTIVE_POLICY):
+        fixes.append(
+            "a restrictive policy narrows every role it applies to, whatever the permissive "
+            f"ones show: apply it to the calendar's roles but not {preflight.role} (ALTER "
+            f"POLICY ... ON {SLOT_TABLE} TO ...), or ALTER ROLE {preflight.role} BYPASSRLS "
+            "(a superuser can)"
+        )
+    return MisconfiguredStoreError(
+        f"role {preflight.role} cannot run a cycle: {problems}; {'; '.join(fixes)}",
+        INSUFFICIENT_PRIVILEGE,
+    )

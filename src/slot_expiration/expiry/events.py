@@ -1,0 +1,85 @@
+"""What a cycle tells as it goes: small frozen events, emitted in this order (a batch's
+start and commit once per batch; the backlog after the batches, also when one failed).
+
+Whoever records them (logs, metrics, traces, readiness, the history) is a plain callable
+taking the events it cares about; the cycle knows none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from slot_expiration.expiry.result import BACKLOG_COUNT_CAP, BatchResult, CycleResult
+
+
+@dataclass(frozen=True, slots=True)
+class CycleStarted:
+    run_id: UUID
+    as_of: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ClockCompared:
+    """The worker's clock minus the database's, at the cycle's start."""
+
+    run_id: UUID
+    skew_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStarted:
+    run_id: UUID
+    number: int  # 1 for the cycle's first
+
+
+@dataclass(frozen=True, slots=True)
+class BatchCommitted:
+    """A batch's transaction committed; `batch` lists what it did."""
+
+    run_id: UUID
+    batch: BatchResult
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogMeasured:
+    """After the cycle's batches (also when one failed): due rows left, counted up to a cap
+    (`capped`: the count stopped there), and slots in quarantine, still Available and not
+    parked (parked ones wait for a person), with how long the oldest of them has been
+    failing (None: none is)."""
+
+    run_id: UUID
+    backlog: int
+    quarantined: int
+    oldest_quarantined_seconds: float | None = None
+
+    @property
+    def capped(self) -> bool:
+        return self.backlog >= BACKLOG_COUNT_CAP
+
+
+@dataclass(frozen=True, slots=True)
+class CycleEnded:
+    """How the cycle ended (`result.outcome`) and what its committed batches did; for a
+    cycle that failed, why (`error`) and whether a batch was running then (rolled back)."""
+
+    result: CycleResult
+    error: BaseException | None = None
+    batch_in_flight: bool = False
+
+    @property
+    def run_id(self) -> UUID:
+        return self.result.run_id
+
+
+CycleEvent = (
+    CycleStarted | ClockCompared | BatchStarted | BatchCommitted | BacklogMeasured | CycleEnded
+)
+EmitCycleEvent = Callable[[CycleEvent], None]
+
+
+def describe(error: BaseException) -> str:
+    """An error's message, or its type when it has none (a cancellation, say)."""
+    return str(error) or type(error).__name__

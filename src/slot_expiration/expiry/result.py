@@ -1,0 +1,178 @@
+"""What a batch and a cycle did, for the logs, the metrics and the `once --json` output.
+
+A cycle runs one batch (the spec's behaviour) or, in drain mode, several; each
+batch is its own transaction. A BatchResult lists what its transaction touched
+(bounded by the batch size); a CycleResult only adds up counts and keeps a few
+sample ids, so it stays small however many rows a cycle drains or fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+from slot_expiration.domain import CycleOutcome, SlotRef
+
+# How many failed slot ids a cycle's summary shows; every one is logged anyway.
+FAILED_SAMPLE_SIZE = 10
+# The backlog left after a cycle is counted up to this many rows: far above the
+# alert threshold (5,000), cheap enough to count after every cycle.
+BACKLOG_COUNT_CAP = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFailure:
+    """A poison row: the database refused its transition; it stays Available.
+
+    `attempts` counts this failure too; the row is quarantined until
+    `next_attempt_at` (None when the cycle could not record it).
+    """
+
+    slot: SlotRef
+    sqlstate: str
+    message: str
+    attempts: int = 1
+    next_attempt_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """One transaction of a cycle: committed whole, with everything it lists."""
+
+    number: int  # 1 for the first batch of a cycle
+    expired: tuple[SlotRef, ...]
+    failures: tuple[ItemFailure, ...]
+    skipped_locked_count: int
+    duration_ms: float
+    exhausted: bool  # the selection found fewer rows than asked for: nothing more is due now
+    # Where its window ended when it was full, (start_at, id) of its last row: the next
+    # batch of a drain starts after it.
+    window_end: tuple[datetime, UUID] | None = None
+    # How many it expired, when `expired` was not collected (no trace records them).
+    expired_total: int | None = None
+
+    @property
+    def expired_count(self) -> int:
+        return len(self.expired) if self.expired_total is None else self.expired_total
+
+    @property
+    def failed_count(self) -> int:
+        return len(self.failures)
+
+    @property
+    def selected_count(self) -> int:
+        """Rows the batch locked: those it expired plus the poison ones it left."""
+        return self.expired_count + len(self.failures)
+
+
+class StopReason(StrEnum):
+    """Why a cycle that succeeded ran no further batch."""
+
+    DRAINED = "drained"  # the last batch came back short: the backlog is done for now
+    MAX_BATCHES = "max_batches"  # it ran --max-batches-per-cycle batches
+    BUDGET = "budget"  # too little of the cycle budget was left for another batch
+    STOP_REQUESTED = "stop_requested"  # SIGTERM/SIGINT arrived between two batches
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    """What a cycle did, however it ended: a cycle that failed reports what its committed
+    batches did (a drain may have committed many before it stopped)."""
+
+    run_id: UUID
+    as_of: datetime
+    started_at: datetime  # the worker's clock when the cycle started
+    outcome: CycleOutcome
+    batches: int
+    expired_count: int
+    skipped_locked_count: int
+    failed_count: int
+    failed_sample: tuple[SlotRef, ...]
+    duration_ms: float
+    stop_reason: StopReason | None = None  # why a cycle that succeeded stopped
+    backlog: int | None = None  # Available rows still due at as_of after the cycle, capped
+    # The worker's clock minus the database's at the cycle's start (None: not compared).
+    clock_skew_seconds: float | None = None
+
+    @property
+    def selected_count(self) -> int:
+        """Rows the cycle locked: those it expired plus the poison ones it left."""
+        return self.expired_count + self.failed_count
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON-ready summary; the first three keys are a scripting contract. A cycle
+        that failed stopped because of how it failed: its stop_reason is its outcome."""
+        return {
+            "expired_count": self.expired_count,
+            "skipped_locked_count": self.skipped_locked_count,
+            "duration_ms": round(self.duration_ms, 3),
+            "selected_count": self.selected_count,
+            "failed_count": self.failed_count,
+            "failed_slot_ids_sample": [str(slot.id) for slot in self.failed_sample],
+            "batches": self.batches,
+            "outcome": self.outcome.value,
+            "stop_reason": (self.stop_reason or self.outcome).value,
+            "backlog": self.backlog,
+            "clock_skew_seconds": _rounded(self.clock_skew_seconds),
+            "run_id": str(self.run_id),
+            "as_of": self.as_of.isoformat(),
+        }
+
+
+@dataclass(slots=True)
+class CycleProgress:
+    """What a cycle has done so far: written by the cycle as its batches start and commit
+    and as it measures, read once it ended (by whoever reports it, however it ended)."""
+
+    run_id: UUID
+    as_of: datetime
+    started_at: datetime
+    batches: int = 0
+    batch_in_flight: bool = False  # a batch started and has not committed
+    expired_count: int = 0
+    skipped_locked_count: int = 0
+    failed_count: int = 0
+    failed_sample: list[SlotRef] = field(default_factory=list)
+    backlog: int | None = None
+    clock_skew_seconds: float | None = None
+
+    def batch_started(self) -> int:
+        """The number of the batch that starts (1 for the cycle's first)."""
+        self.batch_in_flight = True
+        return self.batches + 1
+
+    def add(self, batch: BatchResult) -> None:
+        """A batch committed."""
+        self.batch_in_flight = False
+        self.batches += 1
+        self.expired_count += batch.expired_count
+        self.skipped_locked_count += batch.skipped_locked_count
+        self.failed_count += batch.failed_count
+        room = FAILED_SAMPLE_SIZE - len(self.failed_sample)
+        self.failed_sample.extend(f.slot for f in batch.failures[: max(room, 0)])
+
+    def result(
+        self, outcome: CycleOutcome, duration_ms: float, stop_reason: StopReason | None = None
+    ) -> CycleResult:
+        return CycleResult(
+            run_id=self.run_id,
+            as_of=self.as_of,
+            started_at=self.started_at,
+            outcome=outcome,
+            batches=self.batches,
+            expired_count=self.expired_count,
+            skipped_locked_count=self.skipped_locked_count,
+            failed_count=self.failed_count,
+            failed_sample=tuple(self.failed_sample),
+            duration_ms=duration_ms,
+            stop_reason=stop_reason,
+            backlog=self.backlog,
+            clock_skew_seconds=self.clock_skew_seconds,
+        )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)

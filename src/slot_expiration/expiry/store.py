@@ -1,0 +1,224 @@
+"""The worker's repository: one cycle's selection, expiry, preflight and counts.
+
+It runs the named statements of cycle.sql on a Session (session.py), which
+translates the driver's errors, and turns rows into frozen values. The
+quarantine's statements run on the same session (QuarantineStore(store.session)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Self
+from uuid import UUID
+
+from slot_expiration.db.session import (
+    ApplicationName,
+    Session,
+    SessionSettings,
+    Transaction,
+    TransactionLimits,
+)
+from slot_expiration.domain import Slot, SlotRef, SlotStatus
+from slot_expiration.schema.location import verify_slot_table
+from slot_expiration.schema.version import read_schema_revision
+
+Position = tuple[datetime, UUID]  # a row's place in the selection's order: (start_at, id)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What a batch asks for: rows due at `as_of`, past `after` (where the drain's previous
+    batch ended; None for a cycle's first), not in quarantine until after `now`, not in
+    `exclude_ids` (rows this transaction tried already), at most `batch_size`."""
+
+    as_of: datetime
+    now: datetime
+    batch_size: int
+    after: Position | None = None
+    exclude_ids: tuple[UUID, ...] = ()
+
+    def parameters(self) -> dict[str, object]:
+        """The parameters of the due-slot selection (cycle.sql, due_slot_predicate)."""
+        after_start, after_id = self.after or (None, None)
+        return {
+            "as_of": self.as_of,
+            "now": self.now,
+            "batch_size": self.batch_size,
+            "after_start": after_start,
+            "after_id": after_id,
+            "exclude_ids": list(self.exclude_ids),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LockedBatch:
+    """What one selection took: the slots, oldest first, and the rows it passed over.
+
+    `window_end` is where the batch's window ended when it was full (its last row),
+    else None: nothing more is due. `previous_attempts[i]` is how often `slots[i]`
+    was rejected before (0 when it is not in quarantine; only the row-by-row path
+    reads it).
+    """
+
+    slots: tuple[SlotRef, ...]
+    skipped_locked_count: int
+    window_end: Position | None = None
+    previous_attempts: tuple[int, ...] = ()
+    taken: int | None = None  # rows taken, when `slots` was not asked for
+
+    @property
+    def count(self) -> int:
+        return len(self.slots) if self.taken is None else self.taken
+
+
+class Problem(StrEnum):
+    """What kind of requirement of a cycle the role does not meet: who fixes it."""
+
+    SCHEMA = "schema"  # a table or column of the worker's own is missing or altered: migrate
+    CALENDAR = "calendar"  # a column of the calendar's table is missing: its owner restores it
+    GRANT = "grant"  # a privilege: `slot-expiration grant`
+    ROW_SECURITY = "row_security"  # no policy shows every row: a permissive one, or BYPASSRLS
+    RESTRICTIVE_POLICY = "restrictive_policy"  # one hides rows: exempt the role, or BYPASSRLS
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    """The server's clock, the role, and what it lacks to run a cycle (empty: nothing),
+    each problem with its kind; when the search_path finds no availability_slots, the
+    schemas that hold one. Built from cycle_preflight's columns by name."""
+
+    server_clock: datetime
+    role: str
+    problems: Sequence[str]
+    problem_kinds: Sequence[str]
+    slot_table_schemas: Sequence[str]
+    search_path: str
+
+    def has(self, kind: Problem) -> bool:
+        return kind.value in self.problem_kinds
+
+
+@dataclass(frozen=True, slots=True)
+class _BatchRow:
+    """What the batch statements return, by column name: the window's end, the rows
+    passed over, and (as each statement returns them) the slots, their earlier
+    attempts, or only how many."""
+
+    skipped_locked_count: int
+    window_end_start_at: datetime
+    window_end_id: UUID
+    ids: Sequence[UUID] = ()
+    tenant_ids: Sequence[UUID] = ()
+    previous_attempts: Sequence[int] = ()
+    expired_count: int | None = None
+
+    def locked(self, batch_size: int) -> LockedBatch:
+        taken = len(self.ids) if self.expired_count is None else self.expired_count
+        full = taken >= batch_size
+        return LockedBatch(
+            slots=tuple(
+                SlotRef(id=i, tenant_id=t) for i, t in zip(self.ids, self.tenant_ids, strict=True)
+            ),
+            skipped_locked_count=self.skipped_locked_count,
+            window_end=(self.window_end_start_at, self.window_end_id) if full else None,
+            previous_attempts=tuple(self.previous_attempts),
+            taken=self.expired_count,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StatusCount:
+    status: str
+    slots: int
+
+
+async def counts_by_status(session: Session) -> dict[SlotStatus, int]:
+    """How many slots hold each status (every status, 0 for none)."""
+    counts = dict.fromkeys(SlotStatus, 0)
+    rows = await session.records("count_by_status", StatusCount)
+    counts.update({SlotStatus(row.status): row.slots for row in rows})
+    return counts
+
+
+class CycleStore:
+    """The worker's statements over `availability_slots`, on one session."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls, database_url: str, limits: TransactionLimits, *, prepare: bool = False
+    ) -> AsyncIterator[Self]:
+        """A worker session (application_name slot-expiration) for one cycle or command."""
+        settings = SessionSettings(
+            ApplicationName.WORKER, limits=limits, autocommit=True, prepare=prepare
+        )
+        async with Session.open(database_url, settings) as session:
+            yield cls(session)
+
+    def transaction(self) -> AbstractAsyncContextManager[Transaction]:
+        """One batch: committed whole or rolled back whole (see Session.transaction)."""
+        return self.session.transaction()
+
+    async def preflight(self) -> Preflight:
+        return await self.session.record("cycle_preflight", Preflight)
+
+    async def verify_slot_table(self) -> None:
+        """Refuse another availability_slots than the one meant (schema_location)."""
+        await verify_slot_table(self.session)
+
+    async def schema_revision(self) -> str | None:
+        """The migration the schema is at (the role reads the history table: a
+        requirement the preflight checks)."""
+        return await read_schema_revision(self.session)
+
+    async def expire_batch(self, selection: Selection, *, with_slots: bool = True) -> LockedBatch:
+        """Lock and expire a batch in one statement; a rejected row fails it whole.
+
+        Without `with_slots` only counts come back (`taken`): what logs and metrics
+        need; the slots and their tenants are for a batch's trace span. Measured: a
+        drain returning the slots took 1.26 x the bare loop's time instead of ~1.07,
+        the client's CPU 2.6 ms a batch instead of 0.8 (bench section b).
+        """
+        name = "expire_batch" if with_slots else "expire_batch_counted"
+        row = await self.session.record(name, _BatchRow, selection.parameters())
+        return row.locked(selection.batch_size)
+
+    async def lock_batch(self, selection: Selection) -> LockedBatch:
+        """Lock a batch without changing it, for row-by-row expiry."""
+        row = await self.session.record("lock_batch", _BatchRow, selection.parameters())
+        return row.locked(selection.batch_size)
+
+    async def check_constraints_immediately(self) -> None:
+        """From here to the end of the transaction, no constraint waits for COMMIT."""
+        await self.session.execute("check_constraints_immediately")
+
+    async def expire_slot(self, slot_id: UUID, as_of: datetime) -> bool:
+        """Expire one locked slot inside a savepoint, so a rejection spares the batch.
+
+        Raises RowRejectedError carrying the slot id when the database refuses it.
+        """
+        async with self.session.savepoint(slot_id):
+            expired = await self.session.column("expire_slot", {"id": slot_id, "as_of": as_of})
+        return bool(expired)
+
+    async def insert_slots(self, slots: Iterable[Slot]) -> None:
+        params = [asdict(slot) | {"status": slot.status.value} for slot in slots]
+        await self.session.execute_many("insert_slot", params)
+
+    async def count_by_status(self) -> dict[SlotStatus, int]:
+        return await counts_by_status(self.session)
+
+    async def count_backlog(self, as_of: datetime) -> int:
+        return int(await self.session.value("count_backlog", {"as_of": as_of}))
+
+    async def count_backlog_capped(self, as_of: datetime | None, cap: int) -> int:
+        """Available rows due at `as_of` (None: the database's now), up to `cap` at most."""
+        params = {"as_of": as_of, "cap": cap}
+        return int(await self.session.value("count_backlog_capped", params))
