@@ -302,3 +302,25 @@ async def test_without_a_trace_a_batch_reports_its_counts_and_not_its_slots(
     assert [(b.expired_count, b.expired) for b in log.batches] == [(5, ()), (2, ())]
     assert result.expired_count == 7
     assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
+
+
+async def test_a_first_batch_of_a_few_rows_never_predicts_a_drains_batch_past_the_budget(
+    db: SlotDatabase,
+) -> None:
+    # A clock that moves 10 ms each time it is read: the 3-row first batch takes some
+    # 20 ms. Scaled row for row to the 2,000-row batches that follow, that was 13 s, twice
+    # past the 10 s left: the drain stopped after its first batch.
+    await db.insert(past_slots(20))
+    ticks = itertools.count()
+    cycle = make_cycle(
+        db.url,
+        batch_size=3,
+        drain_batch_size=2_000,
+        max_batches=0,
+        monotonic=lambda: next(ticks) / 100,
+    )
+
+    result = await cycle.run(CycleRun(AS_OF, deadline=10.0))
+
+    assert (result.batches, result.expired_count) == (2, 20)
+    assert result.stop_reason is StopReason.DRAINED
