@@ -6,10 +6,12 @@ to is the one the migrations create."""
 
 from __future__ import annotations
 
+from importlib.resources import files
+
 import psycopg
 import pytest
 
-from slot_expiration.db.statements import query
+from slot_expiration.db.statements import parse_queries, query
 from slot_expiration.schema.migrate import RepairRefusedError, head_revision, upgrade
 from tests.support.calendar import (
     IndexShape,
@@ -28,6 +30,14 @@ pytestmark = pytest.mark.integration
 WORKER_INDEX = "USING btree (start_at, id) WHERE (status = 'Available'::text)"
 
 
+def _declared_shape() -> str:
+    """The shape the contract declares (contract.sql's fragment worker_table_shape), row by
+    row: a statement of the test's own around the product's fragment."""
+    contract = files("slot_expiration.schema").joinpath("contract.sql").read_text("utf-8")
+    wrapped = contract + "\n-- name: declared_shape\n-- include: worker_table_shape\n;\n"
+    return parse_queries(wrapped)["declared_shape"]
+
+
 def _execute(url: str, statement: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(statement)
@@ -39,7 +49,7 @@ def test_the_declared_shape_of_the_workers_tables_is_what_the_migrations_create(
     with psycopg.connect(database_url) as conn:
         differences = conn.execute(query("worker_shape_mismatches")).fetchall()
         declared = conn.execute(
-            "SELECT count(*) FROM (" + query("worker_table_shape_rows").rstrip(";") + ") AS s"
+            "SELECT count(*) FROM (" + _declared_shape().rstrip(";") + ") AS s"
         ).fetchone()
         columns = conn.execute(
             "SELECT count(*) FROM pg_attribute WHERE attnum > 0 AND NOT attisdropped AND "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Self
 from uuid import UUID
@@ -18,12 +18,18 @@ from psycopg import sql
 
 from slot_expiration.db import TransactionLimits
 from slot_expiration.domain import Slot, SlotStatus
-from slot_expiration.expiry.store import CycleStore
 
 LIMITS = TransactionLimits(
     statement_timeout_ms=60_000, lock_timeout_ms=2_000, idle_in_transaction_timeout_ms=60_000
 )
 GATE_KEY = 4242
+INSERT_SLOT = """
+INSERT INTO availability_slots
+    (id, tenant_id, consultant_id, start_at, end_at, status, version, created_at, updated_at)
+VALUES
+    (%(id)s, %(tenant_id)s, %(consultant_id)s, %(start_at)s, %(end_at)s, %(status)s,
+     %(version)s, %(created_at)s, %(updated_at)s)
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +66,9 @@ class SlotDatabase:
 
     async def insert(self, slots: Iterable[Slot]) -> list[Slot]:
         slots = list(slots)
-        async with CycleStore.connect(self.url, LIMITS) as store, store.transaction():
-            await store.insert_slots(slots)
+        params = [asdict(slot) | {"status": slot.status.value} for slot in slots]
+        async with self.conn.cursor() as cursor:
+            await cursor.executemany(INSERT_SLOT, params)
         return slots
 
     async def rows(self) -> dict[UUID, Row]:

@@ -1,5 +1,5 @@
-"""The named statements of the product's .sql files (the store's and the quarantine's): all
-loaded, none empty, names checked."""
+"""The named statements of the product's .sql files (each concern's, beside its code): all
+loaded, none empty, names checked, each read whole in its own file."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ from benchmarks.store import bench_query
 
 from slot_expiration.db.statements import SQL_PACKAGES, load_queries, parse_queries, query
 
-USED_BY_SLOT_STORE = (
+# What one cycle runs, in its order (expiry.store, schema.location, the quarantine's apart).
+RUN_BY_A_CYCLE = (
+    "slot_table_identity",
+    "cycle_clock",
+    "worker_problems",
+    "expire_batch_counted",
     "expire_batch",
     "lock_batch",
+    "check_constraints_immediately",
     "expire_slot",
-    "insert_slot",
-    "count_by_status",
-    "count_backlog",
-    "cycle_preflight",
+    "count_backlog_capped",
 )
 
 
@@ -34,7 +37,7 @@ SQL_FILES = (
     ("slot_expiration.status", "status.sql"),
 )
 # The statements that pick, count or explain the due slots: one selection for all.
-SELECTION_STATEMENTS = ("expire_batch", "lock_batch", "status_explain_selection")
+SELECTION_STATEMENTS = ("expire_batch", "lock_batch", "explain_pick")
 
 
 def _names_declared_in(place: tuple[str, str]) -> list[str]:
@@ -85,29 +88,36 @@ def test_the_benchmarks_statements_live_beside_it_not_in_the_store() -> None:
 
 @pytest.mark.parametrize("name", SELECTION_STATEMENTS)
 def test_every_statement_of_the_selection_holds_the_one_pick_fragment_verbatim(name: str) -> None:
-    """The pick is written once (cycle.sql, fragment pick_due_slots): a statement
+    """The pick is written once (expiry.sql, fragment pick_due_slots): a statement
     that picked, counted or explained the due slots its own way would fail here."""
-    pick = parse_queries("-- name: probe\n-- include: pick_due_slots\n", *_store_sql_texts())[
-        "probe"
-    ]
+    pick = parse_queries("-- name: probe\n-- include: pick_due_slots\n", _expiry_sql())["probe"]
 
     assert pick in query(name)
     assert "s.status = 'Available' AND s.start_at <= %(as_of)s" in pick
 
 
 def test_the_skipped_count_reads_the_same_predicate_as_the_pick() -> None:
-    predicate = parse_queries(
-        "-- name: probe\n-- include: due_slot_predicate\n", *_store_sql_texts()
-    )["probe"]
+    predicate = parse_queries("-- name: probe\n-- include: due_slot_predicate\n", _expiry_sql())[
+        "probe"
+    ]
 
     for name in ("expire_batch", "lock_batch"):
         assert query(name).count(predicate) == 2  # the pick and the count
 
 
-def _store_sql_texts() -> list[str]:
-    return [
-        files(package).joinpath(name).read_text(encoding="utf-8") for package, name in SQL_FILES
-    ]
+def _expiry_sql() -> str:
+    return files("slot_expiration.expiry").joinpath("expiry.sql").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("package", "file_name"), SQL_FILES)
+def test_every_statement_reads_whole_in_its_own_file(package: str, file_name: str) -> None:
+    """No include crosses files: each file's statements expand from its own fragments."""
+    text = files(package).joinpath(file_name).read_text(encoding="utf-8")
+
+    statements = parse_queries(text)
+
+    assert statements
+    assert all(statements[name] == query(name) for name in statements)
 
 
 def test_parse_queries_expands_an_included_fragment_of_any_given_text() -> None:
@@ -140,8 +150,8 @@ def test_every_loaded_statement_is_non_empty_sql_without_comment_lines(name: str
     assert "-- name:" not in statement
 
 
-@pytest.mark.parametrize("name", USED_BY_SLOT_STORE)
-def test_every_statement_the_slot_store_uses_exists(name: str) -> None:
+@pytest.mark.parametrize("name", RUN_BY_A_CYCLE)
+def test_every_statement_a_cycle_runs_exists(name: str) -> None:
     assert query(name).strip()
 
 

@@ -11,6 +11,7 @@ def identity(**given: object) -> SlotTableIdentity:
     found: dict[str, object] = {
         "found_in": "public",
         "on_search_path": True,
+        "schemas_elsewhere": (),
         "worker_schema": "public",
         "records_schema": True,
         "worker_schemas_elsewhere": (),
@@ -75,3 +76,15 @@ def test_a_decoy_beside_the_worker_tables_elsewhere_is_refused_migrate_told_how_
     assert "to adopt" not in str(worker)
     assert "run migrate with --schema public; nothing changed" in str(migrate)
     assert asked is None  # --schema public: adopting it is what was asked
+
+
+def test_no_table_on_the_search_path_but_one_elsewhere_says_how_to_point_at_it() -> None:
+    found = identity(found_in=None, schemas_elsewhere=("calendar",), worker_schema=None)
+
+    elsewhere = found.elsewhere()
+
+    assert elsewhere is not None
+    assert str(elsewhere).startswith(
+        'availability_slots is not on the search_path ("$user", public) but in schema calendar'
+    )
+    assert identity().elsewhere() is None

@@ -1,5 +1,5 @@
 -- What every session of the product sends, whatever it does. Run only by
--- slot_expiration.store.session.
+-- slot_expiration.db.session.
 
 -- name: begin_transaction
 -- READ COMMITTED whatever the role's or the database's default: the worker's

@@ -1,13 +1,14 @@
 """Loads the named statements of the product's `.sql` files.
 
-The `.sql` files of the store and of the quarantine are the single home of the
-product's SQL; code refers to a statement by name, unique across the files, and
-never assembles SQL text.
+Each concern keeps its SQL in `.sql` files beside its code (SQL_PACKAGES): the single
+home of the product's SQL; code refers to a statement by name, unique across the files,
+and never assembles SQL text.
 
-A file may also define fragments (`-- fragment: NAME`): SQL that several
+A file may also define fragments (`-- fragment: NAME`): SQL that several of ITS
 statements share, written once. A statement takes one in with a line
-`-- include: NAME`, replaced when the file is loaded, so the selection of due
-slots is the same text in every statement that picks, counts or explains it.
+`-- include: NAME`, replaced when the file is loaded, so the selection of due slots is
+the same text in every statement of expiry.sql that picks, counts or explains it. A
+fragment never crosses files: each statement reads whole in the file that holds it.
 """
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ def split_sql(text: str) -> list[tuple[str, str, str]]:
 
 
 def parse_queries(*texts: str) -> dict[str, LiteralString]:
-    """{name: statement} of these files' texts: includes expanded, comment lines dropped.
+    """{name: statement} of these texts: includes expanded, comment lines dropped.
 
-    Any statement may include a fragment of any of the texts.
+    A statement may include a fragment of any of the texts given together: the product
+    gives one file at a time (load_package_queries); the statements a release before
+    this one froze (tests/compat) included fragments of other files.
     """
     entries = [entry for text in texts for entry in split_sql(text)]
     fragments: dict[str, str] = {}
@@ -94,9 +97,15 @@ def sql_texts(*packages: str) -> list[str]:
 
 @cache
 def load_package_queries(*packages: str) -> dict[str, LiteralString]:
-    """Every named statement of every `.sql` file of `packages` (a statement may include a
-    fragment of any of them)."""
-    return parse_queries(*sql_texts(*packages))
+    """Every named statement of every `.sql` file of `packages`, each file read on its own:
+    a statement includes only fragments of its own file; a name is unique across them."""
+    found: dict[str, LiteralString] = {}
+    for text in sql_texts(*packages):
+        for name, statement in parse_queries(text).items():
+            if name in found:
+                raise ValueError(f"statement {name!r} is defined twice")
+            found[name] = statement
+    return found
 
 
 def load_queries() -> dict[str, LiteralString]:

@@ -23,7 +23,6 @@ from slot_expiration.db.errors import (
     UNDEFINED_COLUMN,
     UNDEFINED_TABLE,
     SchemaFix,
-    SlotTableElsewhereError,
 )
 from slot_expiration.domain import CycleOutcome, utc_now
 from slot_expiration.expiry.events import (
@@ -302,13 +301,9 @@ class _Pace:
 
 def misconfigured(preflight: Preflight) -> MisconfiguredStoreError:
     """The one line that says what the role lacks and the command that fixes it: the
-    calendar's table changed (restored by hand), or lives in a schema the search_path
-    misses (pointed at), or the worker's own schema is missing or altered (`migrate`
-    creates or repairs it), or a grant is missing."""
-    if preflight.slot_table_schemas:
-        return SlotTableElsewhereError(
-            preflight.slot_table_schemas, preflight.search_path, preflight.role
-        )
+    calendar's table changed (restored by hand), or the worker's own schema is missing
+    or altered (`migrate` creates or repairs it), or a grant is missing. (A table the
+    search_path misses is schema.location's to say, before the preflight.)"""
     problems = "; ".join(preflight.problems)
     if preflight.has(Problem.CALENDAR):
         return SchemaMissingError(problems, UNDEFINED_COLUMN, SchemaFix.CALENDAR)

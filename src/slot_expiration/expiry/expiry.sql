@@ -1,6 +1,7 @@
--- The cycle's statements, by name: one cycle's selection, expiry and counts.
--- Only slot_expiration.store.cycle_store runs them; parameters are bound by
--- psycopg (%(name)s), never formatted into the text.
+-- The cycle's statements, by name: one cycle's clock, selection, expiry and
+-- counts, and the plan of its selection (for `status`). Only
+-- slot_expiration.expiry.store runs them; parameters are bound by psycopg
+-- (%(name)s), never formatted into the text. Every fragment is this file's own.
 
 -- fragment: due_slot_predicate
 -- What the worker may take now: Available, started by `as_of`, past where the
@@ -18,6 +19,16 @@ AND (s.start_at, s.id) > (
 AND s.id <> ALL (%(exclude_ids)s::uuid[])
 AND
     -- include: not_in_quarantine
+
+-- fragment: not_in_quarantine
+-- The selection's part (due_slot_predicate): slot `s` is not in
+-- quarantine until after `now`, nor parked there (an entry that ended no
+-- longer counts).
+NOT EXISTS (
+    SELECT FROM slot_expiration_failures AS q
+    WHERE q.slot_id = s.id AND q.ended_at IS NULL
+      AND (q.next_attempt_at > %(now)s OR q.parked_at IS NOT NULL)
+)
 
 -- fragment: pick_due_slots
 -- The selection, oldest start_at first; the statements that lock add
@@ -158,89 +169,11 @@ SET status = 'Expired', updated_at = %(as_of)s, version = version + 1
 WHERE id = %(id)s AND status = 'Available'
 RETURNING id, tenant_id;
 
--- name: cycle_preflight
--- The first statement of every cycle: the server's clock (to compare with
--- the worker's), what this role lacks to run a cycle, one line each (see
--- worker_requirements in schema.sql), how availability_slots now differs
--- from the table contract (the catalog only: a column retyped after adoption,
--- a check added that refuses 'Expired'; a cycle never runs on a table whose
--- types its statements rely on changed), and, when the search_path finds no
--- availability_slots, the schemas that hold one and the search_path.
--- Measured on an empty calendar: 2.0 ms (median of 300) against 0.6 ms without
--- the contract and the policies, once per cycle (a drain runs it once too).
-SELECT clock_timestamp() AS server_clock,
-       current_user::text AS role,
-       coalesce(array_agg(r.problem ORDER BY r.ordinal), '{}') AS problems,
-       coalesce(array_agg(r.kind ORDER BY r.ordinal), '{}') AS problem_kinds,
-       coalesce((
-           -- include: slot_table_schemas_elsewhere
-       ), '{}') AS slot_table_schemas,
-       current_setting('search_path') AS search_path
-FROM (
-    -- include: worker_requirement_problems
-    UNION ALL
-    SELECT 60 + contract.ordinal, contract.problem, 'calendar' FROM (
-        -- include: contract_mismatch_rows
-    ) AS contract
-    WHERE contract.ordinal > 0  -- a missing table is the requirements' first line
-    UNION ALL
-    SELECT 60 + checks.ordinal, checks.problem, 'calendar' FROM (
-        -- include: status_check_rows
-    ) AS checks
-    WHERE (
-        -- include: status_values_readable
-    )
-    UNION ALL
-    -- The worker is a cross-tenant system job: a tenant policy would hide rows from it
-    -- and it would report nothing due.
-    SELECT 99, 'row-level security on availability_slots hides rows from this role: no '
-               'permissive policy shows it every row to read and update',
-           'row_security'
-    WHERE to_regclass('availability_slots') IS NOT NULL
-      AND row_security_active(to_regclass('availability_slots'))
-      AND NOT (
-          SELECT coalesce(
-              bool_or(p.permissive AND p.reads AND p.shows_all)
-              AND bool_or(p.permissive AND p.updates AND p.shows_all AND p.checks_nothing),
-              false
-          )
-          FROM (
-              -- include: row_security_policies
-          ) AS p
-      )
-    UNION ALL
-    -- A restrictive policy holds rows back whatever the permissive ones show.
-    SELECT 100, format('the restrictive row-level security %s %s on availability_slots '
-                       'hides rows from this role',
-                       CASE WHEN count(*) > 1 THEN 'policies' ELSE 'policy' END,
-                       string_agg(quote_ident(p.name), ', ' ORDER BY p.name)),
-           'restrictive_policy'
-    FROM (
-        -- include: row_security_policies
-    ) AS p
-    WHERE row_security_active(to_regclass('availability_slots'))
-      AND NOT p.permissive AND (p.reads OR p.updates) AND NOT (p.shows_all AND p.checks_nothing)
-    HAVING count(*) > 0
-) AS r;
-
--- fragment: row_security_policies
--- The row-level security policies on availability_slots that apply to this
--- role (directly, through a membership, or to PUBLIC), each with what it does:
--- a permissive policy USING (true) for reading and one for updating (FOR ALL
--- serves both; an UPDATE's WITH CHECK true or none) show the worker every row;
--- a restrictive policy that holds anything back hides rows whatever they show.
-SELECT pol.polname::text AS name,
-       pol.polpermissive AS permissive,
-       pol.polcmd IN ('r', '*') AS reads,
-       pol.polcmd IN ('w', '*') AS updates,
-       coalesce(pg_get_expr(pol.polqual, pol.polrelid) = 'true', false) AS shows_all,
-       coalesce(pg_get_expr(pol.polwithcheck, pol.polrelid) = 'true', true) AS checks_nothing
-FROM pg_policy AS pol
-WHERE pol.polrelid = to_regclass('availability_slots')
-  AND (0 = ANY (pol.polroles) OR EXISTS (
-      SELECT FROM unnest(pol.polroles) AS granted (role)
-      WHERE pg_has_role(current_user, granted.role, 'USAGE')
-  ))
+-- name: cycle_clock
+-- The first statement of every cycle: the server's clock, to compare with the
+-- worker's (a fast clock would expire slots that can still be booked). What the
+-- role lacks comes next, from the contract (schema/contract.sql, worker_problems).
+SELECT clock_timestamp() AS server_clock;
 
 -- name: count_backlog_capped
 -- What is still due after a cycle, counted cheaply: an index-only walk that
@@ -261,9 +194,12 @@ WHERE status = 'Available' AND start_at <= %(as_of)s;
 -- name: count_by_status
 SELECT status, count(*) AS slots FROM availability_slots GROUP BY status;
 
--- name: insert_slot
-INSERT INTO availability_slots
-    (id, tenant_id, consultant_id, start_at, end_at, status, version, created_at, updated_at)
-VALUES
-    (%(id)s, %(tenant_id)s, %(consultant_id)s, %(start_at)s, %(end_at)s, %(status)s,
-     %(version)s, %(created_at)s, %(updated_at)s);
+-- name: explain_pick
+-- The plan of the worker's selection (the same text as expire_batch's pick),
+-- without running it: whether the planner reads
+-- ix_availability_slots_status_start or scans the whole table. Without the
+-- pick's FOR UPDATE (a LockRows node above the same scan), whose privilege
+-- check would refuse a read-only role.
+EXPLAIN (FORMAT JSON)
+-- include: pick_due_slots
+;

@@ -7,12 +7,12 @@ quarantine's statements run on the same session (QuarantineStore(store.session))
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Self
+from typing import Any, Self
 from uuid import UUID
 
 from slot_expiration.db.session import (
@@ -22,7 +22,7 @@ from slot_expiration.db.session import (
     Transaction,
     TransactionLimits,
 )
-from slot_expiration.domain import Slot, SlotRef, SlotStatus
+from slot_expiration.domain import SlotRef, SlotStatus
 from slot_expiration.schema.location import verify_slot_table
 from slot_expiration.schema.version import read_schema_revision
 
@@ -88,18 +88,28 @@ class Problem(StrEnum):
 @dataclass(frozen=True, slots=True)
 class Preflight:
     """The server's clock, the role, and what it lacks to run a cycle (empty: nothing),
-    each problem with its kind; when the search_path finds no availability_slots, the
-    schemas that hold one. Built from cycle_preflight's columns by name."""
+    each problem with its kind. Built from cycle_clock's and the contract's
+    worker_problems' columns by name."""
 
     server_clock: datetime
     role: str
     problems: Sequence[str]
     problem_kinds: Sequence[str]
-    slot_table_schemas: Sequence[str]
-    search_path: str
 
     def has(self, kind: Problem) -> bool:
         return kind.value in self.problem_kinds
+
+
+@dataclass(frozen=True, slots=True)
+class _Clock:
+    server_clock: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class _Problems:
+    role: str
+    problems: Sequence[str]
+    problem_kinds: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +154,12 @@ async def counts_by_status(session: Session) -> dict[SlotStatus, int]:
     return counts
 
 
+async def explain_pick(session: Session, as_of: datetime, batch_size: int) -> Any:
+    """The plan of the cycle's pick (EXPLAIN, FORMAT JSON: not run), at `as_of`, for a batch
+    of `batch_size`: `status` reads whether it uses the worker's index."""
+    return await session.value("explain_pick", Selection(as_of, as_of, batch_size).parameters())
+
+
 class CycleStore:
     """The worker's statements over `availability_slots`, on one session."""
 
@@ -167,10 +183,14 @@ class CycleStore:
         return self.session.transaction()
 
     async def preflight(self) -> Preflight:
-        return await self.session.record("cycle_preflight", Preflight)
+        """The server's clock, then what the role lacks (the contract's worker_problems):
+        two statements, once per cycle, in one transaction."""
+        clock = await self.session.record("cycle_clock", _Clock)
+        found = await self.session.record("worker_problems", _Problems)
+        return Preflight(clock.server_clock, found.role, found.problems, found.problem_kinds)
 
     async def verify_slot_table(self) -> None:
-        """Refuse another availability_slots than the one meant (schema_location)."""
+        """Refuse another availability_slots than the one meant (schema.location)."""
         await verify_slot_table(self.session)
 
     async def schema_revision(self) -> str | None:
@@ -207,10 +227,6 @@ class CycleStore:
         async with self.session.savepoint(slot_id):
             expired = await self.session.column("expire_slot", {"id": slot_id, "as_of": as_of})
         return bool(expired)
-
-    async def insert_slots(self, slots: Iterable[Slot]) -> None:
-        params = [asdict(slot) | {"status": slot.status.value} for slot in slots]
-        await self.session.execute_many("insert_slot", params)
 
     async def count_by_status(self) -> dict[SlotStatus, int]:
         return await counts_by_status(self.session)

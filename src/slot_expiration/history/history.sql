@@ -1,6 +1,6 @@
 -- The cycle history (slot_expiration_cycles): one row per cycle, written by
 -- the worker once the cycle ended, purged past the retention; read by
--- `status` and `ui`. Only slot_expiration.store.history_store runs them.
+-- `status` and `ui`. Only slot_expiration.history.store runs them.
 
 -- name: record_cycle
 INSERT INTO slot_expiration_cycles

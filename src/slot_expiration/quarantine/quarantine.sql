@@ -2,16 +2,6 @@
 -- records and releases in its own transactions, and what an operator lists
 -- and retries. Only slot_expiration.quarantine.store runs them.
 
--- fragment: not_in_quarantine
--- The selection's part (cycle.sql, due_slot_predicate): slot `s` is not in
--- quarantine until after `now`, nor parked there (an entry that ended no
--- longer counts).
-NOT EXISTS (
-    SELECT FROM slot_expiration_failures AS q
-    WHERE q.slot_id = s.id AND q.ended_at IS NULL
-      AND (q.next_attempt_at > %(now)s OR q.parked_at IS NOT NULL)
-)
-
 -- fragment: quarantine_slot_lookup
 -- The slot of the quarantine entry `q`, found by its primary key: one probe
 -- per entry. The LIMIT keeps the planner from turning it into a join, which

@@ -150,7 +150,7 @@ class _Grants:
         self._mode = mode
 
     async def check_target(self) -> str:
-        """The table's schema, once it is the availability_slots meant (schema_location) and
+        """The table's schema, once it is the availability_slots meant (schema.location) and
         the role is known to be one we may grant to."""
         await verify_slot_table(self._session)
         found = await self._session.records("grant_target", _Target, {"role": self._role})

@@ -1,5 +1,6 @@
 -- `slot-expiration grant`: what a role needs, what it holds, and the GRANT and
--- REVOKE statements. Only slot_expiration.store.privileges runs them. In the
+-- REVOKE statements. Only slot_expiration.schema.grants runs them (what each role
+-- needs is contract.sql's: grant_requirements). In the
 -- templates, {role}, {table}, {schema} and {column} are identifiers that
 -- psycopg.sql quotes, and {privilege} one keyword of a fixed list (SELECT,
 -- INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER).
@@ -53,21 +54,6 @@ SELECT r.oid AS role_oid,
 FROM slot_table AS t
 LEFT JOIN pg_roles AS r ON r.rolname = %(role)s
 LEFT JOIN power ON true;
-
--- name: grant_requirements
--- The privileges to grant: the worker's, or (read_only) the read-only views'.
-SELECT relation, column_name, privilege FROM (
-    SELECT r.ordinal, r.relation, r.column_name, r.privilege FROM (
-        -- include: worker_requirements
-    ) AS r
-    WHERE NOT %(read_only)s AND r.privilege IS NOT NULL
-    UNION ALL
-    SELECT r.ordinal, r.relation, r.column_name, r.privilege FROM (
-        -- include: reader_requirements
-    ) AS r
-    WHERE %(read_only)s
-) AS wanted
-ORDER BY ordinal;
 
 -- name: role_privileges
 -- Every privilege the role can use on the product's tables (UPDATE also per

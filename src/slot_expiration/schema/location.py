@@ -42,6 +42,7 @@ class SlotTableIdentity:
 
     found_in: str | None
     on_search_path: bool
+    schemas_elsewhere: Sequence[str]  # where the search_path finds none: who holds one
     worker_schema: str | None
     records_schema: bool
     worker_schemas_elsewhere: Sequence[str]
@@ -49,13 +50,20 @@ class SlotTableIdentity:
     role: str
     recorded_in: str | None = None
 
+    def elsewhere(self) -> SlotTableElsewhereError | None:
+        """Where the search_path finds no availability_slots but another schema holds one:
+        the error that says how to point at it (nothing may create a second one)."""
+        if self.found_in is not None or not self.schemas_elsewhere:
+            return None
+        return SlotTableElsewhereError(self.schemas_elsewhere, self.search_path, self.role)
+
     def refusal(self, *, requested: bool, adopting: bool = False) -> WrongSlotTableError | None:
         """Why this session must not use the availability_slots it finds; None when it is
         the one meant. `requested`: the URL's options name the search_path (--schema),
         which is then what is meant; else the table migrate recorded is. `adopting`:
         migrate, which would adopt a table the worker never adopted."""
         if self.found_in is None:
-            return None  # no table on the search_path: the callers say where one is
+            return None  # no table on the search_path: elsewhere() or the callers say so
         found = f"{self.found_in}.availability_slots"
         if not self.on_search_path:
             return WrongSlotTableError(
@@ -97,10 +105,11 @@ async def slot_table_identity(session: Session) -> SlotTableIdentity:
 
 
 async def verify_slot_table(session: Session) -> SlotTableIdentity:
-    """Refuse (WrongSlotTableError) an availability_slots other than the one meant; run in
-    the first transaction of a session, before anything reads or writes the table."""
+    """Refuse an availability_slots other than the one meant (WrongSlotTableError), or
+    none on the search_path where another schema holds one (SlotTableElsewhereError); run
+    in the first transaction of a session, before anything reads or writes the table."""
     found = await slot_table_identity(session)
-    if refusal := found.refusal(requested=session.search_path_requested):
+    if refusal := found.refusal(requested=session.search_path_requested) or found.elsewhere():
         raise refusal
     return found
 
@@ -109,6 +118,7 @@ def _with_recorded(found: SlotTableIdentity, recorded: Sequence[str | None]) -> 
     return SlotTableIdentity(
         found_in=found.found_in,
         on_search_path=found.on_search_path,
+        schemas_elsewhere=found.schemas_elsewhere,
         worker_schema=found.worker_schema,
         records_schema=found.records_schema,
         worker_schemas_elsewhere=found.worker_schemas_elsewhere,

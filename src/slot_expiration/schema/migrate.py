@@ -5,7 +5,7 @@ Before Alembic starts, `upgrade` makes sure it has a server session of its own (
 refuses a pooler in transaction mode, which would scatter its lock and settings over
 pooled sessions), takes the migration lock there (several migrate Jobs may start at
 once: one migrates, the others wait, then find the schema at head), checks that the
-availability_slots its search_path finds is the one meant (schema_location), then reads
+availability_slots its search_path finds is the one meant (schema.location), then reads
 where the database stands:
 
 - a revision ahead of this release (a newer release migrated first): nothing to
@@ -141,7 +141,7 @@ def _config(
 
 
 def head_revision() -> str | None:
-    """The newest revision as Alembic finds it (the worker uses schema_version.HEAD_REVISION)."""
+    """The newest revision as Alembic finds it (the worker uses schema.version.HEAD_REVISION)."""
     return ScriptDirectory.from_config(_config(None)).get_current_head()
 
 

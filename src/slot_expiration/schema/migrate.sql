@@ -1,7 +1,8 @@
--- The statements of `migrate` (store/migrate.py) and of what the migrations
--- ask of their run (store/migration_context.py): one migrate at a time, where
--- the database stands before Alembic starts, whether an existing
--- availability_slots can be adopted, and the record that it was.
+-- The statements of `migrate` (schema/migrate.py) and of what the migrations
+-- ask of their run (schema/migration_context.py): one migrate at a time, its
+-- session's settings, where the database stands before Alembic starts, the
+-- record of what was adopted, and what a migration asks before it creates
+-- (whether the calendar's table can be adopted is contract.sql's).
 
 -- name: migrate_try_lock
 -- One migrate at a time per database: a session-level advisory lock (key
@@ -19,7 +20,7 @@ SELECT to_regclass('availability_slots') IS NOT NULL AS slot_table_exists,
        to_regclass('slot_expiration_alembic_version') IS NOT NULL AS history_exists;
 
 -- name: migrate_lock_timeout
--- The migration session's lock_timeout (one try: store/migrate.py, LOCK_TRY_MS):
+-- The migration session's lock_timeout (one try: schema/migrate.py, LOCK_TRY_MS):
 -- a statement that would queue the calendar's writes behind its lock gives up
 -- instead, and migrate tries again a little later.
 SELECT set_config('lock_timeout', %(lock_timeout)s, false);
@@ -51,144 +52,6 @@ SELECT current_setting('slot_expiration.migrate_session', true);
 
 -- name: migrate_unmark_session
 SELECT set_config('slot_expiration.migrate_session', '', false);
-
--- fragment: adoption_privilege_rows
--- What migrate needs to add the worker's objects beside the calendar's
--- table: to act as its owner (only an owner may index a table) and to create
--- tables in the schema it creates them in (the first of the search_path).
-SELECT 40 AS ordinal,
-       format('migrate runs as %s, which does not act as the owner of availability_slots '
-              '(%s): run it as that role', current_user, pg_get_userbyid(c.relowner)) AS problem
-FROM pg_class AS c
-WHERE c.oid = to_regclass('availability_slots')
-  AND NOT pg_has_role(current_user, c.relowner, 'USAGE')
-UNION ALL
-SELECT 41, format('migrate runs as %s, which may not create tables in schema %s',
-                  current_user, coalesce(current_schema(), '(none on the search_path)'))
-WHERE current_schema() IS NULL OR NOT has_schema_privilege(current_schema(), 'CREATE')
-
--- fragment: adoption_partition_rows
--- What adopting a partitioned availability_slots asks of its partitions: the
--- worker's index is built on each one (CONCURRENTLY), then attached to the
--- index on the parent. A partition itself partitioned, a foreign table (no
--- index) or one migrate may not index (only an owner may) would stop that
--- half-way: refused before anything changes. Nothing is built where the
--- calendar has an index of the contract's name already (it is kept).
-SELECT 50 + CASE WHEN c.relkind = 'p' THEN 0 WHEN c.relkind = 'f' THEN 1 ELSE 2 END AS ordinal,
-       CASE
-           WHEN c.relkind = 'p'
-               THEN format('partition %s is itself partitioned: the worker indexes one level '
-                           'of partitions', t.relid::regclass)
-           WHEN c.relkind = 'f'
-               THEN format('partition %s is a foreign table: no index can be built on it',
-                           t.relid::regclass)
-           ELSE format('migrate runs as %s, which does not act as the owner of partition %s '
-                       '(%s): run it as that role', current_user, t.relid::regclass,
-                       pg_get_userbyid(c.relowner))
-       END AS problem
-FROM pg_partition_tree(to_regclass('availability_slots')) AS t
-JOIN pg_class AS c ON c.oid = t.relid
-WHERE t.level = 1 AND to_regclass('ix_availability_slots_status_start') IS NULL
-  AND (c.relkind IN ('p', 'f') OR NOT pg_has_role(current_user, c.relowner, 'USAGE'))
-
--- name: adoption_problems
--- Why the existing availability_slots cannot be adopted, one line each (the
--- catalog's part: the table contract, its partitions and migrate's
--- privileges). The status values are read too where they read as text
--- (status_value_mismatches).
-SELECT problem FROM (
-    -- include: contract_mismatch_rows
-    UNION ALL
-    -- include: adoption_partition_rows
-    UNION ALL
-    -- include: adoption_privilege_rows
-) AS found
-ORDER BY ordinal;
-
--- name: adoption_guard
--- The first step of the offline adoption script (`migrate --sql --adopt`),
--- which cannot inspect the database beforehand: it stops the script unless
--- the existing availability_slots can be adopted (the same checks as above).
--- Run the script with psql -v ON_ERROR_STOP=1.
-DO $guard$
-DECLARE
-    problems text;
-BEGIN
-    -- include: refuse_a_slot_table_elsewhere
-    SELECT string_agg(found.problem, '; ' ORDER BY found.ordinal) INTO problems FROM (
-        -- include: contract_mismatch_rows
-        UNION ALL
-        -- include: adoption_partition_rows
-        UNION ALL
-        -- include: adoption_privilege_rows
-    ) AS found;
-    IF (
-        -- include: status_values_readable
-    ) THEN
-        SELECT concat_ws('; ', problems, string_agg(found.problem, '; ' ORDER BY found.ordinal))
-        INTO problems FROM (
-            -- include: status_value_rows
-        ) AS found;
-        problems := nullif(problems, '');
-    END IF;
-    -- The worker's index on a partitioned table is built partition by partition, each
-    -- from what the catalog says then: only `slot-expiration migrate` can.
-    IF problems IS NULL AND to_regclass('ix_availability_slots_status_start') IS NULL AND EXISTS (
-        SELECT FROM pg_class
-        WHERE oid = to_regclass('availability_slots') AND relkind = 'p'
-    ) THEN
-        problems := 'it is partitioned: this script cannot build the worker''s index one '
-                    'partition at a time; run `slot-expiration migrate` itself';
-    END IF;
-    IF problems IS NOT NULL THEN
-        RAISE EXCEPTION 'availability_slots cannot be adopted, nothing changed: %', problems;
-    END IF;
-END
-$guard$;
-
--- name: creation_guard
--- The first step of the offline script for an empty database (`migrate --sql`),
--- which cannot inspect the database beforehand: it stops the script (nothing
--- created: it runs in the transaction that creates the version table) where
--- the calendar's table exists already, on the search_path (the adoption script
--- is for it) or in a schema the search_path misses (never a second one).
-DO $guard$
-BEGIN
-    -- include: refuse_a_slot_table_elsewhere
-    IF to_regclass('availability_slots') IS NOT NULL THEN
-        RAISE EXCEPTION 'availability_slots exists already (%): this script is for an empty '
-                        'database; print the adoption script with --adopt; nothing changed',
-                        to_regclass('availability_slots')::text;
-    END IF;
-END
-$guard$;
-
--- fragment: refuse_a_slot_table_elsewhere
--- Inside a guard: stop when the search_path finds no availability_slots but
--- another schema holds one, in the words `migrate` uses (SlotTableElsewhereError).
-IF to_regclass('availability_slots') IS NULL AND (
-    -- include: slot_table_schemas_elsewhere
-) IS NOT NULL THEN
-    RAISE EXCEPTION '%', (
-        SELECT format('availability_slots is not on the search_path (%s) but in %s: point '
-                      'every command at it with --schema %s (SLOT_EXPIRATION_SCHEMA), or ALTER '
-                      'ROLE %s SET search_path = %s; nothing changed',
-                      current_setting('search_path'),
-                      CASE WHEN cardinality(found.schemas) = 1
-                           THEN 'schema ' || found.schemas[1]
-                           ELSE 'schemas ' || array_to_string(found.schemas, ', ') END,
-                      CASE WHEN cardinality(found.schemas) = 1 THEN found.schemas[1]
-                           ELSE 'SCHEMA' END,
-                      current_user,
-                      CASE WHEN cardinality(found.schemas) = 1 THEN quote_ident(found.schemas[1])
-                           ELSE '"SCHEMA"' END)
-        FROM (
-            SELECT (
-                -- include: slot_table_schemas_elsewhere
-            ) AS schemas
-        ) AS found
-    );
-END IF;
 
 -- name: mark_slot_table_adopted
 -- Migration 0001 found the calendar's table and adopted it: recorded on our
@@ -281,7 +144,7 @@ DROP TABLE {table};
 -- Which availability_slots migrate adopted (or created): the schema the
 -- search_path finds it in now (migration 0008; and every migrate after it,
 -- which changes it only when --schema names the calendar's new schema: see
--- store/schema_location.py). Returns the schema when it changed.
+-- schema/location.py). Returns the schema when it changed.
 UPDATE slot_expiration_alembic_version AS v
 SET slot_table_schema = found.schema
 FROM (

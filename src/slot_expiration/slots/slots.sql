@@ -1,5 +1,5 @@
 -- The slot context's statements: publish, book-slot, archive, the showcase and
--- the agent's list. Only slot_expiration.store.slot_context_store runs them.
+-- the agent's list. Only slot_expiration.slots.store runs them.
 -- Statuses come from the state machine (slot_expiration.domain.lifecycle) as
 -- parameters; every transition sets updated_at and moves version up by one.
 

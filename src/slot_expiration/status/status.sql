@@ -1,6 +1,6 @@
 -- The statements of the operator's views: `slot-expiration status` and the
--- worker's /readyz. Only slot_expiration.store.status_store runs them; they
--- only read, in read-only transactions.
+-- worker's /readyz. Only slot_expiration.status.store runs them; they only
+-- read, in read-only transactions (the selection's plan is expiry.sql's).
 
 -- name: database_clock
 -- The database's now (its transaction's start, so every part of a report
@@ -69,13 +69,3 @@ WHERE c.oid IN (
     UNION
     SELECT oid FROM pg_class WHERE oid = to_regclass('availability_slots') AND relkind = 'r'
 );
-
--- name: status_explain_selection
--- The plan of the worker's selection (the same text as expire_batch's pick),
--- without running it: whether the planner reads
--- ix_availability_slots_status_start or scans the whole table. Without the
--- pick's FOR UPDATE (a LockRows node above the same scan), whose privilege
--- check would refuse a read-only role.
-EXPLAIN (FORMAT JSON)
--- include: pick_due_slots
-;

@@ -25,7 +25,7 @@ from slot_expiration.db.session import (
     TransactionLimits,
 )
 from slot_expiration.domain import SlotStatus
-from slot_expiration.expiry.store import Selection, counts_by_status
+from slot_expiration.expiry.store import counts_by_status, explain_pick
 from slot_expiration.history.store import HistoryStore
 from slot_expiration.schema.location import verify_slot_table
 from slot_expiration.schema.version import VERSION_TABLE, read_schema_revision
@@ -139,7 +139,7 @@ class StatusStore:
         cls, database_url: str, application_name: str, timeout_seconds: float = 10.0
     ) -> AsyncIterator[Self]:
         """One read-only transaction whose statements give up after `timeout_seconds`, on
-        the availability_slots meant (else WrongSlotTableError: schema_location)."""
+        the availability_slots meant (else WrongSlotTableError: schema.location)."""
         timeout_ms = round(timeout_seconds * 1000)
         limits = TransactionLimits(timeout_ms, timeout_ms, timeout_ms, read_only=True)
         settings = SessionSettings(
@@ -197,8 +197,7 @@ class StatusStore:
     async def selection_index(self, as_of: datetime, batch_size: int) -> SelectionIndex:
         found = await self.session.records("status_selection_index", _IndexRow)
         parts = await self.session.record("status_slot_table_partitions", _Partitions)
-        params = Selection(as_of, as_of, batch_size).parameters()
-        plan = await self.session.value("status_explain_selection", params)
+        plan = await explain_pick(self.session, as_of, batch_size)
         scan = _slot_table_scan(plan, {SLOT_TABLE, *parts.partitions}, set(parts.index_partitions))
         index = found[0] if found else _IndexRow(table_name=None, valid=False, definition=None)
         return SelectionIndex(

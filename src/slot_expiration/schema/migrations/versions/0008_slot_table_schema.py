@@ -6,7 +6,7 @@ which table it is. A search_path that changed since `migrate` (a pooler dropping
 `options`, a role's setting altered, a second `availability_slots` created in a schema
 earlier on the path) would turn every command to another table, which the worker would then
 expire as its own. With the schema recorded here, each session compares the table its
-search_path finds with the one adopted (store/schema_location.py), and refuses another.
+search_path finds with the one adopted (schema/location.py), and refuses another.
 
 `slot_table_schema` holds the schema of the availability_slots this migrate found (or
 created). Nullable: NULL on a database migrated by a release before this one until it runs
