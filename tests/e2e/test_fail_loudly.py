@@ -255,7 +255,11 @@ async def test_sigint_during_a_drain_reports_what_its_committed_batches_did(
     )
     partial = json.loads(done.stdout)
     assert (partial["expired_count"], partial["batches"]) == (20, 2)
-    assert (partial["stop_reason"], partial["backlog"]) == ("interrupted", None)
+    assert (partial["outcome"], partial["stop_reason"], partial["backlog"]) == (
+        "interrupted",
+        None,
+        None,
+    )
     statuses = await db.statuses()
     assert [statuses[slot.id] for slot in slots[:20]] == [SlotStatus.EXPIRED] * 20
     assert {statuses[slot.id] for slot in slots[20:]} == {SlotStatus.AVAILABLE}

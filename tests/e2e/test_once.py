@@ -140,7 +140,7 @@ async def test_once_past_its_budget_rolls_back_and_exits_1_with_one_error_line(
     assert done.returncode == 1, done.describe()
     partial = json.loads(done.stdout)  # what committed: nothing
     assert (partial["expired_count"], partial["batches"]) == (0, 0)
-    assert partial["stop_reason"] == "budget_exceeded"
+    assert (partial["outcome"], partial["stop_reason"]) == ("budget_exceeded", None)
     *logs, error = done.stderr.splitlines()
     assert error == (
         "slot-expiration: error: the cycle ran past its budget of 0.5 s: 0 rows expired in 0 "

@@ -36,6 +36,8 @@ def empty_result(run: CycleRun) -> CycleResult:
         failed_sample=(),
         duration_ms=1.0,
         stop_reason=StopReason.DRAINED,
+        backlog=None,
+        clock_skew_seconds=None,
     )
 
 

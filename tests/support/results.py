@@ -70,6 +70,7 @@ def cycle_result(
         duration_ms=duration_ms,
         stop_reason=StopReason.DRAINED if outcome is CycleOutcome.SUCCESS else None,
         backlog=backlog,
+        clock_skew_seconds=None,
     )
 
 

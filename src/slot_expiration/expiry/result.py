@@ -9,6 +9,7 @@ sample ids, so it stays small however many rows a cycle drains or fails.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -79,23 +80,27 @@ class StopReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class CycleResult:
-    """What a cycle did, however it ended: a cycle that failed reports what its committed
-    batches did (a drain may have committed many before it stopped)."""
+    """What a cycle did, however it ended: a frozen snapshot of its progress (a cycle that
+    failed reports what its committed batches did: a drain may have committed many before
+    it stopped), with how it ended. The JSON of `once`, the history's row and the log's
+    fields are derived from it (summary, history.store.CycleRecord.of), never re-listed.
+    The first three fields are the JSON's first keys, a scripting contract."""
 
+    expired_count: int
+    skipped_locked_count: int
+    duration_ms: float
+    failed_count: int
+    failed_sample: tuple[SlotRef, ...]
+    batches: int
+    outcome: CycleOutcome
+    # Why a cycle that succeeded stopped; None for one that failed (its outcome says how).
+    stop_reason: StopReason | None
+    backlog: int | None  # Available rows still due at as_of after the cycle, capped
+    # The worker's clock minus the database's at the cycle's start (None: not compared).
+    clock_skew_seconds: float | None
     run_id: UUID
     as_of: datetime
     started_at: datetime  # the worker's clock when the cycle started
-    outcome: CycleOutcome
-    batches: int
-    expired_count: int
-    skipped_locked_count: int
-    failed_count: int
-    failed_sample: tuple[SlotRef, ...]
-    duration_ms: float
-    stop_reason: StopReason | None = None  # why a cycle that succeeded stopped
-    backlog: int | None = None  # Available rows still due at as_of after the cycle, capped
-    # The worker's clock minus the database's at the cycle's start (None: not compared).
-    clock_skew_seconds: float | None = None
 
     @property
     def selected_count(self) -> int:
@@ -103,29 +108,31 @@ class CycleResult:
         return self.expired_count + self.failed_count
 
     def summary(self) -> dict[str, Any]:
-        """The JSON-ready summary; the first three keys are a scripting contract. A cycle
-        that failed stopped because of how it failed: its stop_reason is its outcome."""
-        return {
-            "expired_count": self.expired_count,
-            "skipped_locked_count": self.skipped_locked_count,
-            "duration_ms": round(self.duration_ms, 3),
-            "selected_count": self.selected_count,
-            "failed_count": self.failed_count,
-            "failed_slot_ids_sample": [str(slot.id) for slot in self.failed_sample],
-            "batches": self.batches,
-            "outcome": self.outcome.value,
-            "stop_reason": (self.stop_reason or self.outcome).value,
-            "backlog": self.backlog,
-            "clock_skew_seconds": _rounded(self.clock_skew_seconds),
-            "run_id": str(self.run_id),
-            "as_of": self.as_of.isoformat(),
-        }
+        """The JSON-ready summary: every field in order, as JSON reads it (the sample as
+        slot ids), and the rows it locked after the first three."""
+        fields = {field.name: _json(getattr(self, field.name)) for field in dataclass_fields(self)}
+        fields["failed_slot_ids_sample"] = [str(slot.id) for slot in self.failed_sample]
+        del fields["failed_sample"], fields["started_at"]
+        first = dict(list(fields.items())[:3])
+        return {**first, "selected_count": self.selected_count, **fields}
+
+
+def _json(value: object) -> object:
+    """A field's value as JSON reads it: text for ids, moments and words; numbers rounded."""
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, UUID | StrEnum):
+        return str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
 
 
 @dataclass(slots=True)
 class CycleProgress:
     """What a cycle has done so far: written by the cycle as its batches start and commit
-    and as it measures, read once it ended (by whoever reports it, however it ended)."""
+    and as it measures, read once it ended (by whoever reports it, however it ended) as
+    a CycleResult: every field of its but `batch_in_flight` is one of the result's."""
 
     run_id: UUID
     as_of: datetime
@@ -157,22 +164,15 @@ class CycleProgress:
     def result(
         self, outcome: CycleOutcome, duration_ms: float, stop_reason: StopReason | None = None
     ) -> CycleResult:
+        """The snapshot: what the cycle did so far, and how it ended."""
+        done = {
+            field.name: getattr(self, field.name)
+            for field in dataclass_fields(self)
+            if field.name != "batch_in_flight"
+        }
+        done["failed_sample"] = tuple(self.failed_sample)
         return CycleResult(
-            run_id=self.run_id,
-            as_of=self.as_of,
-            started_at=self.started_at,
-            outcome=outcome,
-            batches=self.batches,
-            expired_count=self.expired_count,
-            skipped_locked_count=self.skipped_locked_count,
-            failed_count=self.failed_count,
-            failed_sample=tuple(self.failed_sample),
-            duration_ms=duration_ms,
-            stop_reason=stop_reason,
-            backlog=self.backlog,
-            clock_skew_seconds=self.clock_skew_seconds,
+            **done, outcome=outcome, duration_ms=duration_ms, stop_reason=stop_reason
         )
 
 
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)

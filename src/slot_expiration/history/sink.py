@@ -28,7 +28,7 @@ import structlog
 from slot_expiration.db import StoreError
 from slot_expiration.domain import utc_now
 from slot_expiration.domain.text import excerpt
-from slot_expiration.expiry import CycleEnded, describe, sqlstate_of
+from slot_expiration.expiry import CycleEnded, describe
 from slot_expiration.history.store import CycleRecord
 from slot_expiration.loop import Event
 from slot_expiration.telemetry.logs import LogEvent
@@ -92,25 +92,14 @@ class HistorySink:
         # The database's clock: the worker's less the skew measured at the cycle's start
         # (none measured, a cycle that failed before reaching the database: the worker's).
         skew = timedelta(seconds=result.clock_skew_seconds or 0.0)
-        return CycleRecord(
-            run_id=result.run_id,
+        return CycleRecord.of(
+            result,
             instance=self.instance,
-            as_of=result.as_of,
-            started_at=result.started_at - skew,
             ended_at=self._clock() - skew,
-            outcome=result.outcome,
-            stop_reason=result.stop_reason.value if result.stop_reason else None,
-            expired_count=result.expired_count,
-            skipped_locked_count=result.skipped_locked_count,
-            failed_count=result.failed_count,
-            batches=result.batches,
-            duration_ms=result.duration_ms,
-            backlog=result.backlog,
-            clock_skew_seconds=result.clock_skew_seconds,
-            error_type=None if error is None else type(error).__name__,
-            sqlstate=sqlstate_of(error),
+            shift=skew,
+            error=error,
             # A database's message, bounded as the log line bounds it.
-            error=None if error is None else excerpt(describe(error)),
+            error_text=None if error is None else excerpt(describe(error)),
         )
 
     def _submit(self, record: CycleRecord) -> None:

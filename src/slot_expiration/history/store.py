@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from dataclasses import fields as dataclass_fields
+from datetime import datetime, timedelta
 from typing import Any, Final, Self
 from uuid import UUID
 
+from slot_expiration.db.errors import StoreError
 from slot_expiration.db.session import (
     ApplicationName,
     Session,
@@ -21,6 +23,7 @@ from slot_expiration.db.session import (
     TransactionLimits,
 )
 from slot_expiration.domain import CycleOutcome
+from slot_expiration.expiry.result import CycleResult
 
 # A purge deletes at most this many rows per transaction: one row per cycle per
 # instance is written, so one purge per cycle keeps up with any number of them.
@@ -53,6 +56,38 @@ class CycleRecord:
     def from_columns(cls, *, outcome: str, **columns: Any) -> Self:
         """A row of the statements that include cycle_columns, by column name."""
         return cls(outcome=CycleOutcome(outcome), **columns)
+
+    @classmethod
+    def of(  # noqa: PLR0913 - the result, and the five facts only the writer knows
+        cls,
+        result: CycleResult,
+        *,
+        instance: str,
+        ended_at: datetime,
+        shift: timedelta,
+        error: BaseException | None,
+        error_text: str | None,
+    ) -> Self:
+        """The history's row of a cycle: every field the result shares with the row, as
+        the result has it (its start moved by `shift`, onto the database's clock), and
+        who ran it, when it ended and why it failed."""
+        shared = {
+            field.name: getattr(result, field.name)
+            for field in dataclass_fields(cls)
+            if hasattr(result, field.name)
+        }
+        return cls(
+            **shared
+            | {
+                "started_at": result.started_at - shift,
+                "stop_reason": result.stop_reason.value if result.stop_reason else None,
+                "instance": instance,
+                "ended_at": ended_at,
+                "error_type": None if error is None else type(error).__name__,
+                "sqlstate": error.sqlstate if isinstance(error, StoreError) else None,
+                "error": error_text,
+            }
+        )
 
     def parameters(self) -> dict[str, Any]:
         return asdict(self) | {"outcome": self.outcome.value}

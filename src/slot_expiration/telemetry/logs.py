@@ -110,19 +110,8 @@ class LogSink:
             )
 
     def _completed(self, result: CycleResult) -> None:
-        self._log.log(
-            result.outcome.log_level,
-            LogEvent.CYCLE_COMPLETED,
-            run_id=str(result.run_id),
-            expired_count=result.expired_count,
-            skipped_locked_count=result.skipped_locked_count,
-            failed_count=result.failed_count,
-            batches=result.batches,
-            stop_reason=result.stop_reason.value if result.stop_reason else None,
-            duration_ms=round(result.duration_ms, 3),
-            backlog=result.backlog,
-            clock_skew_seconds=_rounded(result.clock_skew_seconds),
-        )
+        # The cycle's own record, as `once --json` prints it: one record, never re-listed.
+        self._log.log(result.outcome.log_level, LogEvent.CYCLE_COMPLETED, **result.summary())
 
     def _failed(self, result: CycleResult, error: BaseException) -> None:
         self._log.log(
@@ -134,10 +123,6 @@ class LogSink:
             error_type=type(error).__name__,
             exception=excerpt(describe(error)),
         )
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
 
 
 def _iso(moment: datetime | None) -> str | None:
