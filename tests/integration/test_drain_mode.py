@@ -137,16 +137,16 @@ async def test_the_budget_reached_mid_drain_rolls_back_only_the_batch_in_flight(
         max_batches_per_cycle=0,
         max_cycle_seconds=1,
     )
-    hooks = RecordingSink()
+    recorded = RecordingSink()
 
     with pytest.raises(CycleFailed) as overrun:
-        await run_under_budget(build_cycle(options), hooks, 1.0, AS_OF)
+        await run_under_budget(build_cycle(options), recorded, 1.0, AS_OF)
     assert overrun.value.outcome is CycleOutcome.BUDGET_EXCEEDED
 
     statuses = await db.statuses()
     assert [statuses[s.id] for s in slots] == [SlotStatus.EXPIRED] * 5 + [SlotStatus.AVAILABLE] * 10
-    assert [b.expired_count for b in hooks.batches] == [5]  # the committed batch was reported
-    (ended,) = hooks.failed
+    assert [b.expired_count for b in recorded.batches] == [5]  # the committed batch was reported
+    (ended,) = recorded.failed
     assert (ended.result.expired_count, ended.batch_in_flight) == (5, True)  # what committed
     await db.open_gate()
 
@@ -160,8 +160,8 @@ async def test_sigterm_between_batches_lets_the_batch_in_flight_commit_and_start
     options = load_options(
         database_url=db.url, batch_size=5, drain_batch_size=5, max_batches_per_cycle=0
     )
-    hooks, ticker, stop = RecordingSink(), ManualTicker(), StopSignal()
-    loop = asyncio.create_task(build_loop(options, hooks, ticker).run(stop))
+    recorded, ticker, stop = RecordingSink(), ManualTicker(), StopSignal()
+    loop = asyncio.create_task(build_loop(options, recorded, ticker).run(stop))
     ticker.tick()
     await eventually(lambda: gate_waiters(db))
 
@@ -169,7 +169,7 @@ async def test_sigterm_between_batches_lets_the_batch_in_flight_commit_and_start
     await db.open_gate()
     stats = await loop
 
-    (result,) = hooks.completed
+    (result,) = recorded.completed
     assert (stats.cycles_completed, result.batches, result.expired_count) == (1, 1, 5)
     assert result.stop_reason is StopReason.STOP_REQUESTED
     statuses = await db.statuses()
@@ -257,12 +257,12 @@ async def test_sigterm_during_the_loops_pause_ends_the_cycle_at_once_as_stopped(
         batch_pause_seconds=60,
         max_cycle_seconds=600,
     )
-    hooks, ticker, stop = RecordingSink(), ManualTicker(), StopSignal()
-    loop = asyncio.create_task(build_loop(options, hooks, ticker).run(stop))
+    recorded, ticker, stop = RecordingSink(), ManualTicker(), StopSignal()
+    loop = asyncio.create_task(build_loop(options, recorded, ticker).run(stop))
     ticker.tick()
 
     async def first_batch_committed() -> bool:
-        return len(hooks.batches) == 1
+        return len(recorded.batches) == 1
 
     await eventually(first_batch_committed)
     stop.request()  # what SIGTERM does, during the 60 s pause
@@ -270,7 +270,7 @@ async def test_sigterm_during_the_loops_pause_ends_the_cycle_at_once_as_stopped(
 
     # Had the pause not ended at the stop, the shutdown grace (10 s) would have
     # cancelled the cycle and it would count as failed.
-    (result,) = hooks.completed
+    (result,) = recorded.completed
     assert (stats.cycles_completed, stats.cycles_failed) == (1, 0)
     assert (result.batches, result.expired_count) == (1, 5)
     assert result.stop_reason is StopReason.STOP_REQUESTED

@@ -181,33 +181,33 @@ async def test_grants_revoked_while_running_make_it_unready_and_it_recovers_alon
     await grant_privileges(db.url, role.name)
     options = load_options(database_url=role.url_for(db.url), batch_size=50)
     readiness = readiness_for(options)
-    hooks, ticker, stop = RecordingSink(), ManualTicker(), StopSignal()
-    loop = build_loop(options, fan_out(hooks, readiness), ticker)
+    recorded, ticker, stop = RecordingSink(), ManualTicker(), StopSignal()
+    loop = build_loop(options, fan_out(recorded, readiness), ticker)
     running = asyncio.create_task(loop.run(stop))
     try:
         await db.insert(past_slots(3))
         revoke = sql.SQL("REVOKE UPDATE ON availability_slots FROM {}")
         await db.execute(revoke.format(sql.Identifier(role.name)))
         ticker.tick()
-        await hooks.next_outcome()
+        await recorded.next_outcome()
         unready = await readiness.report()
 
         await grant_privileges(db.url, role.name)
         ticker.tick()
-        await hooks.next_outcome()
+        await recorded.next_outcome()
         ready = await readiness.report()
     finally:
         stop.request()
         stop.request()
         await running
 
-    (ended,) = hooks.failed
+    (ended,) = recorded.failed
     assert ended.result.outcome is CycleOutcome.MISCONFIGURED
     assert not unready.ready
     assert "misconfigured (SQLSTATE 42501)" in unready.detail
     assert "no UPDATE (status) on availability_slots" in unready.detail
-    assert hooks.backlogs[0] == 3  # measured while the cycle failed
-    assert hooks.completed[0].expired_count == 3
+    assert recorded.backlogs[0] == 3  # measured while the cycle failed
+    assert recorded.completed[0].expired_count == 3
     assert ready.ready, ready.detail
 
 

@@ -34,14 +34,14 @@ class Harness:
 
     def __init__(self, options: WorkerOptions) -> None:
         self.ticker = ManualTicker()
-        self.hooks = RecordingSink()
+        self.recorded = RecordingSink()
         self.stop = StopSignal()
-        self.loop: PollingLoop = build_loop(options, self.hooks, self.ticker)
+        self.loop: PollingLoop = build_loop(options, self.recorded, self.ticker)
         self.task: asyncio.Task[object] | None = None
 
     async def tick_and_wait(self) -> None:
         self.ticker.tick()
-        await self.hooks.next_outcome()
+        await self.recorded.next_outcome()
 
 
 @asynccontextmanager
@@ -82,14 +82,14 @@ async def test_tick_during_a_running_cycle_is_skipped_not_queued(db: SlotDatabas
         harness.ticker.tick()  # arrives while the first cycle is still running
 
         async def skip_seen() -> bool:
-            return harness.hooks.skipped == 1
+            return harness.recorded.skipped == 1
 
         await eventually(skip_seen)
         await db.open_gate()
-        await harness.hooks.next_outcome()
+        await harness.recorded.next_outcome()
 
-        assert len(harness.hooks.started) == 1  # the skipped tick never ran later
-        assert harness.hooks.completed[0].expired_count == 10
+        assert len(harness.recorded.started) == 1  # the skipped tick never ran later
+        assert harness.recorded.completed[0].expired_count == 10
         assert harness.loop.stats.ticks_skipped == 1
 
 
@@ -102,8 +102,8 @@ async def test_cycle_past_its_budget_is_rolled_back_and_its_locks_released(
 
     async with running(worker_options(db.url, max_cycle_seconds=0.5)) as harness:
         harness.ticker.tick()
-        await harness.hooks.next_outcome()
-        first, *_ = harness.hooks.failed
+        await harness.recorded.next_outcome()
+        first, *_ = harness.recorded.failed
 
         assert first.result.outcome is CycleOutcome.BUDGET_EXCEEDED, first.error
         assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
@@ -111,7 +111,7 @@ async def test_cycle_past_its_budget_is_rolled_back_and_its_locks_released(
 
         await db.open_gate()
         await harness.tick_and_wait()  # the backlog is picked up by the next cycle
-        assert harness.hooks.completed[0].expired_count == len(slots)
+        assert harness.recorded.completed[0].expired_count == len(slots)
 
 
 async def test_lost_connection_fails_the_cycle_and_the_next_tick_retries(
@@ -128,13 +128,13 @@ async def test_lost_connection_fails_the_cycle_and_the_next_tick_retries(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE application_name = 'slot-expiration'"
         )
-        await harness.hooks.next_outcome()
-        assert isinstance(harness.hooks.failed[0].error, TransientStoreError)
+        await harness.recorded.next_outcome()
+        assert isinstance(harness.recorded.failed[0].error, TransientStoreError)
         assert set((await db.statuses()).values()) == {SlotStatus.AVAILABLE}
 
         await db.open_gate()
         await harness.tick_and_wait()
-        assert harness.hooks.completed[0].expired_count == len(slots)
+        assert harness.recorded.completed[0].expired_count == len(slots)
 
 
 async def loop_inside_a_blocked_cycle(
@@ -160,8 +160,8 @@ async def test_stop_during_a_cycle_lets_the_batch_commit_whole(db: SlotDatabase)
 
     assert (stats.cycles_completed, stats.cycles_failed) == (1, 0)
     assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
-    assert harness.hooks.completed[0].expired_count == len(slots)
-    assert harness.hooks.stopped
+    assert harness.recorded.completed[0].expired_count == len(slots)
+    assert harness.recorded.stopped
     await no_worker_left(db)
 
 
@@ -196,11 +196,11 @@ async def test_loop_recovers_after_the_database_went_away_and_came_back(
     async with running(worker_options(own_server.url)) as harness:
         own_server.stop()
         await harness.tick_and_wait()
-        assert isinstance(harness.hooks.failed[0].error, TransientStoreError)
+        assert isinstance(harness.recorded.failed[0].error, TransientStoreError)
 
         own_server.start()
         await harness.tick_and_wait()
-        assert harness.hooks.completed[0].expired_count == len(slots)
+        assert harness.recorded.completed[0].expired_count == len(slots)
 
     with psycopg.connect(own_server.url) as conn:
         row = conn.execute("SELECT count(*) FROM availability_slots WHERE status = 'Expired'")

@@ -41,24 +41,24 @@ class OneCycle:
 
 
 async def test_a_completed_cycle_is_returned_and_emitted_started_then_ended() -> None:
-    cycle, hooks = OneCycle(), RecordingSink()
+    cycle, recorded = OneCycle(), RecordingSink()
 
-    result = await run_cycle(cycle, hooks, 30.0, AS_OF)
+    result = await run_cycle(cycle, recorded, 30.0, AS_OF)
 
-    assert cycle.run_ids == hooks.started == [result.run_id]
+    assert cycle.run_ids == recorded.started == [result.run_id]
     assert result.as_of == AS_OF
-    assert hooks.completed == [result]
-    assert hooks.failed == []
+    assert recorded.completed == [result]
+    assert recorded.failed == []
 
 
 async def test_a_failing_cycle_ends_once_and_raises_cycle_failed_caused_by_its_error() -> None:
     error = TransientStoreError("connection lost", "08006")
-    hooks = RecordingSink()
+    recorded = RecordingSink()
 
     with pytest.raises(CycleFailed, match="connection lost") as caught:
-        await run_cycle(OneCycle(error), hooks, 30.0, AS_OF)
+        await run_cycle(OneCycle(error), recorded, 30.0, AS_OF)
 
-    (ended,) = hooks.failed
+    (ended,) = recorded.failed
     assert caught.value.ended is ended
     assert caught.value.__cause__ is error
     assert (ended.result.outcome, ended.error, ended.batch_in_flight) == (
@@ -66,14 +66,14 @@ async def test_a_failing_cycle_ends_once_and_raises_cycle_failed_caused_by_its_e
         error,
         False,
     )
-    assert hooks.completed == []
+    assert recorded.completed == []
 
 
 async def test_any_exception_a_cycle_raises_ends_it_as_failed_never_escaping_raw() -> None:
-    hooks = RecordingSink()
+    recorded = RecordingSink()
 
     with pytest.raises(CycleFailed) as caught:
-        await run_cycle(OneCycle(RuntimeError("a bug")), hooks, 30.0, AS_OF)
+        await run_cycle(OneCycle(RuntimeError("a bug")), recorded, 30.0, AS_OF)
 
     assert caught.value.outcome is CycleOutcome.FAILED
     assert isinstance(caught.value.error, RuntimeError)
@@ -82,23 +82,23 @@ async def test_any_exception_a_cycle_raises_ends_it_as_failed_never_escaping_raw
 async def test_a_cycle_over_budget_is_cancelled_and_raises_budget_exceeded_naming_the_budget() -> (
     None
 ):
-    cycle, hooks = OneCycle(block=True), RecordingSink()
+    cycle, recorded = OneCycle(block=True), RecordingSink()
 
     with pytest.raises(CycleFailed, match=r"0\.05 s") as caught:
-        await run_cycle(cycle, hooks, 0.05, AS_OF)  # the injected budget, not a sleep
+        await run_cycle(cycle, recorded, 0.05, AS_OF)  # the injected budget, not a sleep
 
     assert cycle.cancelled.is_set()
     assert caught.value.outcome is CycleOutcome.BUDGET_EXCEEDED
     assert isinstance(caught.value.error, TimeoutError)
-    assert [ended.result.outcome for ended in hooks.failed] == [CycleOutcome.BUDGET_EXCEEDED]
-    assert hooks.completed == []
+    assert [ended.result.outcome for ended in recorded.failed] == [CycleOutcome.BUDGET_EXCEEDED]
+    assert recorded.completed == []
 
 
 async def test_a_cycle_cancelled_from_outside_ends_interrupted_and_the_cancel_is_re_raised() -> (
     None
 ):
-    cycle, hooks = OneCycle(block=True), RecordingSink()
-    task = asyncio.create_task(run_cycle(cycle, hooks, 30.0, AS_OF))
+    cycle, recorded = OneCycle(block=True), RecordingSink()
+    task = asyncio.create_task(run_cycle(cycle, recorded, 30.0, AS_OF))
     async with asyncio.timeout(10):  # a safety net, not a timing
         await cycle.entered.wait()
 
@@ -107,6 +107,6 @@ async def test_a_cycle_cancelled_from_outside_ends_interrupted_and_the_cancel_is
     with pytest.raises(asyncio.CancelledError):
         await task
     assert cycle.cancelled.is_set()
-    (ended,) = hooks.failed
+    (ended,) = recorded.failed
     assert ended.result.outcome is CycleOutcome.INTERRUPTED
     assert isinstance(ended.error, asyncio.CancelledError)

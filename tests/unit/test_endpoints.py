@@ -137,7 +137,7 @@ def _plain(body: bytes, headers: Mapping[str, str]) -> bytes:
 async def test_a_malformed_request_is_counted_in_the_metrics_and_logged_at_most_at_debug(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    hooks = Metrics()
+    recorded = Metrics()
     caplog.set_level(logging.DEBUG)
 
     async def readiness() -> ReadinessReport:
@@ -146,10 +146,10 @@ async def test_a_malformed_request_is_counted_in_the_metrics_and_logged_at_most_
     with capture_logs() as logs:
         async with serving(
             ANY_PORT,
-            hooks.registry,
+            recorded.registry,
             lambda: LIVE,
             readiness,
-            on_bad_request=hooks.http_bad_requests.inc,
+            on_bad_request=recorded.http_bad_requests.inc,
         ) as url:
             async with await WireClient.connect(_port(url)) as client:
                 await client.send(b"\x16\x03\x01 a TLS hello, say\r\n\r\n")

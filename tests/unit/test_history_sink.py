@@ -45,7 +45,7 @@ def _wall(clock: FakeClock) -> datetime:
     return AS_OF + timedelta(seconds=clock.now - 1_000.0)
 
 
-def _hooks(written: Written, clock: FakeClock, timeout_seconds: float = 5.0) -> HistorySink:
+def _sinks(written: Written, clock: FakeClock, timeout_seconds: float = 5.0) -> HistorySink:
     return HistorySink(
         written, "worker-a:7", clock=lambda: _wall(clock), timeout_seconds=timeout_seconds
     )
@@ -53,12 +53,12 @@ def _hooks(written: Written, clock: FakeClock, timeout_seconds: float = 5.0) -> 
 
 async def test_a_completed_cycle_is_one_success_record_with_its_counts() -> None:
     written, clock = Written(), FakeClock()
-    hooks = _hooks(written, clock)
+    recorded = _sinks(written, clock)
     result = cycle_result(expired=7, failed=1, backlog=12, duration_ms=250.0)
 
     clock.advance(0.25)
-    hooks(CycleEnded(result))
-    await hooks.drain()
+    recorded(CycleEnded(result))
+    await recorded.drain()
 
     (record,) = written.records
     assert (record.run_id, record.instance, record.outcome) == (
@@ -86,15 +86,15 @@ async def test_a_failed_cycle_is_recorded_with_how_it_ended_and_what_committed_b
     error: BaseException, outcome: CycleOutcome
 ) -> None:
     written, clock = Written(), FakeClock()
-    hooks = _hooks(written, clock)
+    recorded = _sinks(written, clock)
     progress = CycleProgress(uuid4(), AS_OF, AS_OF)  # as the cycle left it
     progress.clock_skew_seconds = 0.5
     progress.batch_started()
     progress.add(batch(expired=3, skipped_locked=2))
     progress.backlog = 40
 
-    hooks(CycleEnded(progress.result(outcome, 1_500.0), error))
-    await hooks.drain()
+    recorded(CycleEnded(progress.result(outcome, 1_500.0), error))
+    await recorded.drain()
 
     (record,) = written.records
     assert (record.outcome, record.stop_reason) == (outcome, None)  # the outcome says why
@@ -108,11 +108,11 @@ async def test_a_failed_cycle_is_recorded_with_how_it_ended_and_what_committed_b
 
 async def test_a_long_error_message_is_cut_in_the_record_its_length_noted() -> None:
     written, clock = Written(), FakeClock()
-    hooks = _hooks(written, clock)
+    recorded = _sinks(written, clock)
     run_id = uuid4()
 
-    hooks(ended(CycleOutcome.FAILED, TransientStoreError("x" * 5_000, "57P01"), run_id=run_id))
-    await hooks.drain()
+    recorded(ended(CycleOutcome.FAILED, TransientStoreError("x" * 5_000, "57P01"), run_id=run_id))
+    await recorded.drain()
 
     error = written.records[0].error or ""
     assert len(error) == MAX_MESSAGE_CHARS
@@ -124,13 +124,13 @@ async def test_the_record_is_on_the_databases_clock_whatever_the_workers() -> No
     """A worker whose clock runs two hours slow (skew -7200 s, measured at the cycle's
     start) records its cycle at the database's time, not two hours in the past."""
     written, clock = Written(), FakeClock()
-    hooks = _hooks(written, clock)
+    recorded = _sinks(written, clock)
     progress = CycleProgress(uuid4(), AS_OF, AS_OF)
     progress.clock_skew_seconds = -7_200.0
 
     clock.advance(0.25)
-    hooks(CycleEnded(progress.result(CycleOutcome.SUCCESS, 250.0)))
-    await hooks.drain()
+    recorded(CycleEnded(progress.result(CycleOutcome.SUCCESS, 250.0)))
+    await recorded.drain()
 
     (record,) = written.records
     assert record.started_at == AS_OF + timedelta(hours=2)
@@ -140,12 +140,12 @@ async def test_the_record_is_on_the_databases_clock_whatever_the_workers() -> No
 
 async def test_a_failed_write_is_logged_with_the_run_id_and_nothing_is_raised() -> None:
     written, clock = Written(TransientStoreError("connection refused", "08001")), FakeClock()
-    hooks = _hooks(written, clock)
+    recorded = _sinks(written, clock)
     result = cycle_result()
 
     with capture_logs() as logs:
-        hooks(CycleEnded(result))
-        await hooks.drain()
+        recorded(CycleEnded(result))
+        await recorded.drain()
 
     (line,) = [entry for entry in logs if entry["event"] == "history.write_failed"]
     assert line["log_level"] == "warning"
@@ -158,11 +158,11 @@ async def test_a_failed_write_is_logged_with_the_run_id_and_nothing_is_raised() 
 
 async def test_a_failed_write_logs_at_most_500_characters_of_its_message() -> None:
     refusal = TransientStoreError("refused: " + "x" * 1_000_000, "XX000")
-    hooks = _hooks(Written(refusal), FakeClock())
+    recorded = _sinks(Written(refusal), FakeClock())
 
     with capture_logs() as logs:
-        hooks(CycleEnded(cycle_result()))
-        await hooks.drain()
+        recorded(CycleEnded(cycle_result()))
+        await recorded.drain()
 
     (line,) = [entry for entry in logs if entry["event"] == "history.write_failed"]
     assert len(line["exception"]) <= MAX_MESSAGE_CHARS
@@ -174,11 +174,11 @@ async def test_each_row_written_or_lost_is_told_with_why_it_was_lost() -> None:
     told: list[tuple[CycleOutcome, str | None]] = []
     refused = MisconfiguredStoreError('password authentication failed for user "w"', "28P01")
     for written in (Written(), Written(refused)):
-        hooks = HistorySink(
+        recorded = HistorySink(
             written, "a:1", on_written=lambda record, error: told.append((record.outcome, error))
         )
-        hooks(CycleEnded(cycle_result()))
-        await hooks.drain()
+        recorded(CycleEnded(cycle_result()))
+        await recorded.drain()
 
     assert told == [
         (CycleOutcome.SUCCESS, None),
@@ -187,36 +187,36 @@ async def test_each_row_written_or_lost_is_told_with_why_it_was_lost() -> None:
 
 
 async def test_a_write_that_never_answers_is_given_up_at_its_timeout() -> None:
-    hooks = _hooks(Written(hang=True), FakeClock(), timeout_seconds=0.05)
+    recorded = _sinks(Written(hang=True), FakeClock(), timeout_seconds=0.05)
     result = cycle_result()
 
     with capture_logs() as logs:
-        hooks(CycleEnded(result))
-        await hooks.drain()
+        recorded(CycleEnded(result))
+        await recorded.drain()
 
-    assert hooks.writing == 0
+    assert recorded.writing == 0
     assert [entry["error_type"] for entry in logs] == ["TimeoutError"]
 
 
 async def test_the_loop_does_not_wait_for_the_write() -> None:
-    hooks = _hooks(Written(hang=True), FakeClock())
+    recorded = _sinks(Written(hang=True), FakeClock())
     result = cycle_result()
 
-    hooks(CycleEnded(result))  # returns at once: the write runs in a task of its own
+    recorded(CycleEnded(result))  # returns at once: the write runs in a task of its own
 
-    assert hooks.writing == 1
-    await hooks.drain(timeout_seconds=0)
-    assert hooks.writing == 0
+    assert recorded.writing == 1
+    await recorded.drain(timeout_seconds=0)
+    assert recorded.writing == 0
 
 
 async def test_only_the_end_of_a_cycle_writes_a_record() -> None:
     written = Written()
-    hooks = _hooks(written, FakeClock())
+    recorded = _sinks(written, FakeClock())
     run_id = uuid4()
 
-    hooks(CycleStarted(run_id, AS_OF))
-    hooks(BatchCommitted(run_id, batch(expired=1)))
-    await hooks.drain()
+    recorded(CycleStarted(run_id, AS_OF))
+    recorded(BatchCommitted(run_id, batch(expired=1)))
+    await recorded.drain()
 
     assert written.records == []
 

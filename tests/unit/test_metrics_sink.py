@@ -29,13 +29,13 @@ from tests.support.results import AS_OF, FakeClock, batch, cycle_result, ended, 
 P = "calendar_slot_expiration"
 
 
-def _value(hooks: Metrics, name: str, **labels: str) -> float:
-    value = hooks.registry.get_sample_value(name, labels or None)
+def _value(recorded: Metrics, name: str, **labels: str) -> float:
+    value = recorded.registry.get_sample_value(name, labels or None)
     assert value is not None, f"{name}{labels} is not exported"
     return value
 
 
-def _hooks() -> tuple[Metrics, FakeClock]:
+def _sinks() -> tuple[Metrics, FakeClock]:
     wall = FakeClock(1_796_000_000.0)
     return Metrics(wall_clock=wall), wall
 
@@ -46,9 +46,11 @@ def _feed(metrics: Metrics, *events: Event) -> None:
 
 
 def test_every_metric_has_the_name_and_type_the_spec_and_the_issue_give() -> None:
-    hooks, _ = _hooks()
+    recorded, _ = _sinks()
 
-    families = {f.name: f.type for f in text_string_to_metric_families(hooks.exposition().decode())}
+    families = {
+        f.name: f.type for f in text_string_to_metric_families(recorded.exposition().decode())
+    }
 
     assert {name: kind for name, kind in families.items() if name.startswith(P)} == {
         f"{P}_cycle_duration_seconds": "histogram",
@@ -69,7 +71,7 @@ def test_every_metric_has_the_name_and_type_the_spec_and_the_issue_give() -> Non
         f"{P}_http_bad_requests": "counter",
         f"{P}_build_info": "gauge",
     }
-    exposed = hooks.exposition().decode()
+    exposed = recorded.exposition().decode()
     samples = ("items_total", "skip_locked_total", "errors_total", "cycles_total")
     for sample in (*samples, "http_bad_requests_total"):
         assert f"\n{P}_{sample}" in exposed
@@ -79,74 +81,74 @@ def test_cycle_duration_buckets_resolve_1_ms_to_60_s() -> None:
     assert DURATION_BUCKETS[0] == 0.001
     assert DURATION_BUCKETS[-1] == 60.0
     assert list(DURATION_BUCKETS) == sorted(DURATION_BUCKETS)
-    hooks, _ = _hooks()
-    hooks(CycleEnded(cycle_result(duration_ms=3.0)))
+    recorded, _ = _sinks()
+    recorded(CycleEnded(cycle_result(duration_ms=3.0)))
 
     bucket = f"{P}_cycle_duration_seconds_bucket"
-    assert _value(hooks, bucket, le="0.0025") == 0
-    assert _value(hooks, bucket, le="0.005") == 1
-    assert _value(hooks, bucket, le="60.0") == 1
+    assert _value(recorded, bucket, le="0.0025") == 0
+    assert _value(recorded, bucket, le="0.005") == 1
+    assert _value(recorded, bucket, le="60.0") == 1
 
 
 def test_every_outcome_is_exported_at_zero_before_any_cycle() -> None:
-    hooks, _ = _hooks()
+    recorded, _ = _sinks()
 
     for outcome in CycleOutcome:  # a new outcome without its label fails here
-        assert _value(hooks, f"{P}_cycles_total", outcome=outcome.value) == 0
+        assert _value(recorded, f"{P}_cycles_total", outcome=outcome.value) == 0
     assert {"success", "failed", "budget_exceeded", "misconfigured", "clock_skew"} <= {
         outcome.value for outcome in CycleOutcome
     }  # the labels dashboards and alerts select by
-    assert _value(hooks, f"{P}_last_success_timestamp_seconds") == 0
-    assert _value(hooks, f"{P}_backlog") == 0
-    assert _value(hooks, f"{P}_interval_seconds") == 0
-    assert _value(hooks, f"{P}_quarantined_slots") == 0
+    assert _value(recorded, f"{P}_last_success_timestamp_seconds") == 0
+    assert _value(recorded, f"{P}_backlog") == 0
+    assert _value(recorded, f"{P}_interval_seconds") == 0
+    assert _value(recorded, f"{P}_quarantined_slots") == 0
 
 
 def test_items_skip_locked_and_errors_are_counted_per_batch_as_each_commits() -> None:
-    hooks, _ = _hooks()
+    recorded, _ = _sinks()
     run_id = uuid4()
     _feed(
-        hooks,
+        recorded,
         CycleStarted(run_id, AS_OF),
         BatchCommitted(run_id, batch(expired=500, skipped_locked=3, number=1)),
         BatchCommitted(run_id, batch(expired=200, failures=[failure(), failure()], number=2)),
     )
 
-    assert _value(hooks, f"{P}_items_total") == 700
-    assert _value(hooks, f"{P}_skip_locked_total") == 3
-    assert _value(hooks, f"{P}_errors_total") == 2
+    assert _value(recorded, f"{P}_items_total") == 700
+    assert _value(recorded, f"{P}_skip_locked_total") == 3
+    assert _value(recorded, f"{P}_errors_total") == 2
 
 
 def test_batches_committed_before_a_cycle_fails_stay_counted() -> None:
-    hooks, _ = _hooks()
+    recorded, _ = _sinks()
     run_id = uuid4()
     _feed(
-        hooks,
+        recorded,
         CycleStarted(run_id, AS_OF),
         BatchCommitted(run_id, batch(expired=500)),
         ended(CycleOutcome.FAILED, ConnectionError("server closed"), run_id=run_id),
     )
 
-    assert _value(hooks, f"{P}_items_total") == 500
-    assert _value(hooks, f"{P}_cycles_total", outcome="failed") == 1
-    assert _value(hooks, f"{P}_cycles_total", outcome="success") == 0
+    assert _value(recorded, f"{P}_items_total") == 500
+    assert _value(recorded, f"{P}_cycles_total", outcome="failed") == 1
+    assert _value(recorded, f"{P}_cycles_total", outcome="success") == 0
 
 
 def test_a_completed_cycle_sets_the_backlog_the_last_success_and_observes_its_duration() -> None:
-    hooks, wall = _hooks()
+    recorded, wall = _sinks()
     result = cycle_result(expired=500, backlog=5_500, duration_ms=250.0)
     _feed(
-        hooks,
+        recorded,
         CycleStarted(result.run_id, AS_OF),
         BacklogMeasured(result.run_id, 5_500, 0),
         CycleEnded(result),
     )
 
-    assert _value(hooks, f"{P}_backlog") == 5_500
-    assert _value(hooks, f"{P}_last_success_timestamp_seconds") == wall.now
-    assert _value(hooks, f"{P}_cycles_total", outcome="success") == 1
-    assert _value(hooks, f"{P}_cycle_duration_seconds_sum") == 0.25
-    assert _value(hooks, f"{P}_cycle_duration_seconds_count") == 1
+    assert _value(recorded, f"{P}_backlog") == 5_500
+    assert _value(recorded, f"{P}_last_success_timestamp_seconds") == wall.now
+    assert _value(recorded, f"{P}_cycles_total", outcome="success") == 1
+    assert _value(recorded, f"{P}_cycle_duration_seconds_sum") == 0.25
+    assert _value(recorded, f"{P}_cycle_duration_seconds_count") == 1
 
 
 @pytest.mark.parametrize(
@@ -155,25 +157,25 @@ def test_a_completed_cycle_sets_the_backlog_the_last_success_and_observes_its_du
 def test_a_failed_cycle_counts_its_outcome_keeps_the_last_success_and_observes_its_duration(
     outcome: CycleOutcome,
 ) -> None:
-    hooks, wall = _hooks()
-    hooks(CycleEnded(cycle_result(backlog=10)))
+    recorded, wall = _sinks()
+    recorded(CycleEnded(cycle_result(backlog=10)))
     success_at = wall.now
     wall.advance(300)
     run_id = uuid4()
     _feed(
-        hooks,
+        recorded,
         CycleStarted(run_id, AS_OF),
         BacklogMeasured(run_id, 12, 0),
         ended(outcome, TimeoutError("budget"), run_id=run_id, duration_ms=30_000),
     )
 
-    assert _value(hooks, f"{P}_cycles_total", outcome=outcome.value) == 1
-    assert _value(hooks, f"{P}_last_success_timestamp_seconds") == success_at
-    assert _value(hooks, f"{P}_backlog") == 12  # measured although the cycle failed
-    assert _value(hooks, f"{P}_misconfigured") == 0
-    assert _value(hooks, f"{P}_cycle_duration_seconds_count") == 2
-    assert _value(hooks, f"{P}_cycle_duration_seconds_bucket", le="15.0") == 1
-    assert _value(hooks, f"{P}_cycle_duration_seconds_bucket", le="30.0") == 2
+    assert _value(recorded, f"{P}_cycles_total", outcome=outcome.value) == 1
+    assert _value(recorded, f"{P}_last_success_timestamp_seconds") == success_at
+    assert _value(recorded, f"{P}_backlog") == 12  # measured although the cycle failed
+    assert _value(recorded, f"{P}_misconfigured") == 0
+    assert _value(recorded, f"{P}_cycle_duration_seconds_count") == 2
+    assert _value(recorded, f"{P}_cycle_duration_seconds_bucket", le="15.0") == 1
+    assert _value(recorded, f"{P}_cycle_duration_seconds_bucket", le="30.0") == 2
 
 
 @pytest.mark.parametrize(
@@ -190,40 +192,40 @@ def test_a_failed_cycle_counts_its_outcome_keeps_the_last_success_and_observes_i
 def test_a_cycle_only_a_person_can_fix_counts_its_outcome_and_raises_the_gauge_until_a_success(
     error: Exception, outcome: CycleOutcome
 ) -> None:
-    hooks, _ = _hooks()
-    hooks(ended(outcome, error))
+    recorded, _ = _sinks()
+    recorded(ended(outcome, error))
 
-    assert _value(hooks, f"{P}_cycles_total", outcome=outcome.value) == 1
-    assert _value(hooks, f"{P}_cycles_total", outcome="failed") == 0
-    assert _value(hooks, f"{P}_misconfigured") == 1
+    assert _value(recorded, f"{P}_cycles_total", outcome=outcome.value) == 1
+    assert _value(recorded, f"{P}_cycles_total", outcome="failed") == 0
+    assert _value(recorded, f"{P}_misconfigured") == 1
     transient = TransientStoreError("server closed the connection", "08006")
-    hooks(ended(CycleOutcome.FAILED, transient))
-    assert _value(hooks, f"{P}_misconfigured") == 1  # a transient failure proves nothing
-    hooks(CycleEnded(cycle_result()))
-    assert _value(hooks, f"{P}_misconfigured") == 0
+    recorded(ended(CycleOutcome.FAILED, transient))
+    assert _value(recorded, f"{P}_misconfigured") == 1  # a transient failure proves nothing
+    recorded(CycleEnded(cycle_result()))
+    assert _value(recorded, f"{P}_misconfigured") == 0
 
 
 def test_the_last_success_is_stamped_on_the_databases_clock_when_the_workers_runs_slow() -> None:
     """A host two hours slow must not look two hours late to the no-success alert."""
-    hooks, wall = _hooks()
+    recorded, wall = _sinks()
     progress = CycleProgress(uuid4(), AS_OF, AS_OF)
     progress.clock_skew_seconds = -7_200.0  # the worker's clock minus the database's
 
-    hooks(CycleEnded(progress.result(CycleOutcome.SUCCESS, 40.0)))
+    recorded(CycleEnded(progress.result(CycleOutcome.SUCCESS, 40.0)))
 
-    assert _value(hooks, f"{P}_last_success_timestamp_seconds") == wall.now + 7_200
+    assert _value(recorded, f"{P}_last_success_timestamp_seconds") == wall.now + 7_200
 
 
-def _trend_hooks(interval_seconds: float | None = None) -> tuple[Metrics, FakeClock]:
+def _trend_metrics(interval_seconds: float | None = None) -> tuple[Metrics, FakeClock]:
     monotonic = FakeClock()
-    hooks = Metrics(wall_clock=FakeClock(1_796_000_000.0), monotonic=monotonic)
+    recorded = Metrics(wall_clock=FakeClock(1_796_000_000.0), monotonic=monotonic)
     if interval_seconds is not None:
-        hooks(LoopStarted(interval_seconds, 500))
-    return hooks, monotonic
+        recorded(LoopStarted(interval_seconds, 500))
+    return recorded, monotonic
 
 
 def _cycle(
-    hooks: Metrics,
+    recorded: Metrics,
     backlog: int | None,
     *,
     expired: int = 500,
@@ -232,34 +234,34 @@ def _cycle(
     """One cycle that counted `backlog` (None: it could not) and ended as `outcome`;
     returns the backlog change exported after it."""
     run_id = uuid4()
-    hooks(CycleStarted(run_id, AS_OF))
+    recorded(CycleStarted(run_id, AS_OF))
     if backlog is not None:
-        hooks(BacklogMeasured(run_id, backlog, 0))
+        recorded(BacklogMeasured(run_id, backlog, 0))
     if outcome is CycleOutcome.SUCCESS:
-        hooks(CycleEnded(cycle_result(run_id, expired=expired, backlog=backlog)))
+        recorded(CycleEnded(cycle_result(run_id, expired=expired, backlog=backlog)))
     else:
-        hooks(ended(outcome, TransientStoreError("connection refused", "08001"), run_id=run_id))
-    return _value(hooks, f"{P}_backlog_change")
+        recorded(ended(outcome, TransientStoreError("connection refused", "08001"), run_id=run_id))
+    return _value(recorded, f"{P}_backlog_change")
 
 
 def test_the_backlog_change_is_nan_until_two_successes_in_a_row_then_their_difference() -> None:
-    hooks, clock = _trend_hooks()
+    recorded, clock = _trend_metrics()
 
-    first = _cycle(hooks, 20_000)
+    first = _cycle(recorded, 20_000)
     clock.advance(300)
-    second = _cycle(hooks, 19_500)
+    second = _cycle(recorded, 19_500)
     clock.advance(300)
-    third = _cycle(hooks, 19_000)
+    third = _cycle(recorded, 19_000)
 
     assert math.isnan(first)
     assert (second, third) == (-500, -1_000)
 
 
 def test_the_backlog_change_reads_back_half_an_hour_at_most() -> None:
-    hooks, clock = _trend_hooks()
+    recorded, clock = _trend_metrics()
     changes = []
     for backlog in range(20_000, 15_500, -500):  # nine cycles, five minutes apart
-        changes.append(_cycle(hooks, backlog))
+        changes.append(_cycle(recorded, backlog))
         clock.advance(300)
 
     assert changes[-1] == 16_000 - 19_000  # the cycle 30 minutes before the latest
@@ -268,32 +270,32 @@ def test_the_backlog_change_reads_back_half_an_hour_at_most() -> None:
 def test_a_count_that_jumps_after_an_outage_and_then_falls_shows_a_backlog_coming_down() -> None:
     """The gauge holds while cycles fail, then jumps: slots kept starting. The trend is not
     read across the outage, so the drain that resumes is a drain."""
-    hooks, clock = _trend_hooks()
+    recorded, clock = _trend_metrics()
     for backlog in (20_000, 19_500, 19_000, 18_500):
-        _cycle(hooks, backlog)
+        _cycle(recorded, backlog)
         clock.advance(300)
-    before = _value(hooks, f"{P}_backlog_change")
+    before = _value(recorded, f"{P}_backlog_change")
     for _ in range(4):  # 20 minutes of failed cycles that could not count
-        held = _cycle(hooks, None, outcome=CycleOutcome.FAILED)
+        held = _cycle(recorded, None, outcome=CycleOutcome.FAILED)
         clock.advance(300)
-    after_outage = _cycle(hooks, 21_000)
+    after_outage = _cycle(recorded, 21_000)
     clock.advance(300)
-    next_cycle = _cycle(hooks, 20_500)
+    next_cycle = _cycle(recorded, 20_500)
 
     assert before == -1_500
     assert held == before  # nothing new while cycles fail
     assert after_outage == before  # one count after a gap: nothing to compare it with yet
     assert next_cycle == -500
-    assert _value(hooks, f"{P}_backlog") == 20_500
+    assert _value(recorded, f"{P}_backlog") == 20_500
 
 
 def test_above_the_cap_the_change_is_minus_the_slots_expired_meanwhile() -> None:
-    draining, _ = _trend_hooks()
-    stuck, _ = _trend_hooks()
-    for hooks, expired in ((draining, 500), (stuck, 0)):
-        _cycle(hooks, BACKLOG_COUNT_CAP, expired=expired)
-        _cycle(hooks, BACKLOG_COUNT_CAP, expired=expired)
-        _cycle(hooks, BACKLOG_COUNT_CAP, expired=expired)
+    draining, _ = _trend_metrics()
+    stuck, _ = _trend_metrics()
+    for recorded, expired in ((draining, 500), (stuck, 0)):
+        _cycle(recorded, BACKLOG_COUNT_CAP, expired=expired)
+        _cycle(recorded, BACKLOG_COUNT_CAP, expired=expired)
+        _cycle(recorded, BACKLOG_COUNT_CAP, expired=expired)
 
     assert _value(draining, f"{P}_backlog_capped") == 1
     assert _value(draining, f"{P}_backlog_change") == -1_000
@@ -303,50 +305,50 @@ def test_above_the_cap_the_change_is_minus_the_slots_expired_meanwhile() -> None
 
 
 def test_with_a_one_hour_interval_the_trend_window_is_three_intervals() -> None:
-    hooks, clock = _trend_hooks(interval_seconds=3_600)
+    recorded, clock = _trend_metrics(interval_seconds=3_600)
     for backlog in (20_000, 19_500, 19_000, 18_500, 18_000):
-        change = _cycle(hooks, backlog)
+        change = _cycle(recorded, backlog)
         clock.advance(3_600)
 
     assert change == 18_000 - 19_500
 
 
 def test_the_oldest_quarantined_slots_age_follows_the_last_measure() -> None:
-    hooks, _ = _hooks()
-    hooks(BacklogMeasured(uuid4(), 0, 3, 4_000.0))
-    aged = _value(hooks, f"{P}_quarantine_oldest_age_seconds")
-    hooks(BacklogMeasured(uuid4(), 0, 0, None))
+    recorded, _ = _sinks()
+    recorded(BacklogMeasured(uuid4(), 0, 3, 4_000.0))
+    aged = _value(recorded, f"{P}_quarantine_oldest_age_seconds")
+    recorded(BacklogMeasured(uuid4(), 0, 0, None))
 
     assert aged == 4_000
-    assert _value(hooks, f"{P}_quarantine_oldest_age_seconds") == 0
+    assert _value(recorded, f"{P}_quarantine_oldest_age_seconds") == 0
 
 
 def test_the_clock_skew_of_each_cycle_is_exported() -> None:
-    hooks, _ = _hooks()
-    hooks(ClockCompared(uuid4(), -4.5))
+    recorded, _ = _sinks()
+    recorded(ClockCompared(uuid4(), -4.5))
 
-    assert _value(hooks, f"{P}_clock_skew_seconds") == -4.5
+    assert _value(recorded, f"{P}_clock_skew_seconds") == -4.5
 
 
 def test_the_loops_interval_is_exported_when_the_loop_starts() -> None:
-    hooks, _ = _hooks()
-    hooks(LoopStarted(3_600.0, 500))
+    recorded, _ = _sinks()
+    recorded(LoopStarted(3_600.0, 500))
 
-    assert _value(hooks, f"{P}_interval_seconds") == 3_600
+    assert _value(recorded, f"{P}_interval_seconds") == 3_600
 
 
 def test_the_quarantine_gauge_follows_the_last_count_measured() -> None:
-    hooks, _ = _hooks()
-    _feed(hooks, BacklogMeasured(uuid4(), 0, 3), BacklogMeasured(uuid4(), 0, 1))
+    recorded, _ = _sinks()
+    _feed(recorded, BacklogMeasured(uuid4(), 0, 3), BacklogMeasured(uuid4(), 0, 1))
 
-    assert _value(hooks, f"{P}_quarantined_slots") == 1
+    assert _value(recorded, f"{P}_quarantined_slots") == 1
 
 
 def test_each_skipped_tick_is_counted() -> None:
-    hooks, _ = _hooks()
-    _feed(hooks, TickSkipped(1), TickSkipped(2))
+    recorded, _ = _sinks()
+    _feed(recorded, TickSkipped(1), TickSkipped(2))
 
-    assert _value(hooks, f"{P}_skipped_ticks_total") == 2
+    assert _value(recorded, f"{P}_skipped_ticks_total") == 2
 
 
 def test_each_sink_has_its_own_registry_and_the_global_one_stays_clean() -> None:
@@ -360,17 +362,17 @@ def test_each_sink_has_its_own_registry_and_the_global_one_stays_clean() -> None
 
 
 def test_no_slot_or_tenant_id_ever_appears_in_the_metrics() -> None:
-    hooks, _ = _hooks()
+    recorded, _ = _sinks()
     run_id = uuid4()
     expired, failed = batch(expired=20), failure()
     _feed(
-        hooks,
+        recorded,
         CycleStarted(run_id, AS_OF),
         BatchCommitted(run_id, batch(expired=expired.expired, failures=[failed])),
         CycleEnded(cycle_result(run_id=run_id, expired=20, failed=1)),
     )
 
-    text = hooks.exposition().decode()
+    text = recorded.exposition().decode()
     ids = {str(s.id) for s in expired.expired} | {str(s.tenant_id) for s in expired.expired}
     ids |= {str(failed.slot.id), str(failed.slot.tenant_id), str(run_id)}
     assert not [i for i in ids if i in text]
@@ -378,17 +380,17 @@ def test_no_slot_or_tenant_id_ever_appears_in_the_metrics() -> None:
 
 
 def test_promtool_check_metrics_accepts_the_exposition() -> None:
-    hooks, _ = _hooks()
+    recorded, _ = _sinks()
     run_id = uuid4()
     _feed(
-        hooks,
+        recorded,
         CycleStarted(run_id, AS_OF),
         BatchCommitted(run_id, batch(expired=5, failures=[failure()])),
         CycleEnded(cycle_result(run_id=run_id, expired=5, failed=1, backlog=7)),
         TickSkipped(1),
     )
 
-    checked = promtool("check", "metrics", stdin=hooks.exposition())
+    checked = promtool("check", "metrics", stdin=recorded.exposition())
 
     assert checked.returncode == 0, checked.output
     assert checked.output.strip() == "", checked.output  # no lint finding either

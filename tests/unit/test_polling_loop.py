@@ -1,7 +1,7 @@
 """The polling loop around a fake cycle: skipped ticks, failures, budget and graceful stop.
 
 Synchronised with events only: the ticker ticks when the test says so, the fake cycle
-blocks until the test releases it, and the hooks tell the test what happened.
+blocks until the test releases it, and the recorded tell the test what happened.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class LoopHooks(RecordingSink):
 class Running:
     loop: PollingLoop
     ticker: ManualTicker
-    hooks: LoopHooks
+    recorded: LoopHooks
     stop: StopSignal
     task: asyncio.Task[LoopStats]
 
@@ -107,14 +107,14 @@ async def running_loop(
     shutdown_grace_seconds: float = 30.0,
     now: Callable[[], datetime] = lambda: AS_OF,
 ) -> AsyncIterator[Running]:
-    ticker, hooks, stop = ManualTicker(), LoopHooks(), StopSignal()
+    ticker, recorded, stop = ManualTicker(), LoopHooks(), StopSignal()
     timing = LoopTiming(
         max_cycle_seconds=max_cycle_seconds, shutdown_grace_seconds=shutdown_grace_seconds
     )
-    loop = PollingLoop(cycle, ticker, hooks, timing, now=now)
+    loop = PollingLoop(cycle, ticker, recorded, timing, now=now)
     task = asyncio.create_task(loop.run(stop))
     try:
-        yield Running(loop, ticker, hooks, stop, task)
+        yield Running(loop, ticker, recorded, stop, task)
     finally:
         if not task.done():
             task.cancel()
@@ -132,32 +132,32 @@ async def test_a_tick_while_a_cycle_runs_is_skipped_and_counted_never_queued() -
     cycle = FakeCycle(BLOCK)
     async with running_loop(cycle) as running:
         running.ticker.tick()
-        await running.hooks.next_start()
+        await running.recorded.next_start()
         running.ticker.tick()
-        await running.hooks.next_skip()
+        await running.recorded.next_skip()
 
-        assert running.hooks.skipped == 1
+        assert running.recorded.skipped == 1
         assert running.loop.stats.ticks_skipped == 1
 
         cycle.release.set()
-        await running.hooks.next_outcome()
+        await running.recorded.next_outcome()
         stats = await running.stopped()
 
     assert len(cycle.runs) == 1  # two ticks, one cycle: the skipped tick did not run later
-    assert len(running.hooks.started) == 1
+    assert len(running.recorded.started) == 1
     assert stats.cycles_completed == 1
     assert stats.ticks_skipped == 1
 
 
-async def test_every_skipped_tick_is_counted_in_the_running_total_reported_to_the_hooks() -> None:
+async def test_every_skipped_tick_is_counted_in_the_running_total_reported_to_the_sinks() -> None:
     cycle = FakeCycle(BLOCK)
     async with running_loop(cycle) as running:
         running.ticker.tick()
-        await running.hooks.next_start()
+        await running.recorded.next_start()
         for expected_total in (1, 2, 3):
             running.ticker.tick()
-            await running.hooks.next_skip()
-            assert running.hooks.skipped == expected_total
+            await running.recorded.next_skip()
+            assert running.recorded.skipped == expected_total
 
         cycle.release.set()
         stats = await running.stopped()
@@ -170,14 +170,14 @@ async def test_the_first_tick_after_a_slow_cycle_ends_starts_a_new_cycle() -> No
     cycle = FakeCycle(BLOCK)
     async with running_loop(cycle) as running:
         running.ticker.tick()
-        await running.hooks.next_start()
+        await running.recorded.next_start()
         running.ticker.tick()
-        await running.hooks.next_skip()
+        await running.recorded.next_skip()
         cycle.release.set()
-        await running.hooks.next_outcome()
+        await running.recorded.next_outcome()
 
         running.ticker.tick()
-        await running.hooks.next_outcome()
+        await running.recorded.next_outcome()
         stats = await running.stopped()
 
     assert len(cycle.runs) == 2
@@ -190,14 +190,14 @@ async def test_each_cycle_gets_a_new_run_id_and_the_loop_clock_as_its_as_of() ->
     async with running_loop(cycle, now=lambda: next(moments)) as running:
         for _ in range(2):
             running.ticker.tick()
-            await running.hooks.next_outcome()
+            await running.recorded.next_outcome()
         await running.stopped()
 
     (first_id, first_as_of), (second_id, second_as_of) = cycle.runs
     assert first_id != second_id
     assert [first_as_of, second_as_of] == [AS_OF, AS_OF + timedelta(minutes=5)]
-    assert running.hooks.started == [first_id, second_id]
-    assert [result.run_id for result in running.hooks.completed] == [first_id, second_id]
+    assert running.recorded.started == [first_id, second_id]
+    assert [result.run_id for result in running.recorded.completed] == [first_id, second_id]
 
 
 # -- failures and the budget ----------------------------------------------------------------
@@ -208,17 +208,17 @@ async def test_a_cycle_that_raises_ends_failed_and_the_next_tick_runs_a_new_cycl
     cycle = FakeCycle(error)
     async with running_loop(cycle) as running:
         running.ticker.tick()
-        await running.hooks.next_outcome()
+        await running.recorded.next_outcome()
 
-        assert _ends(running.hooks.failed) == [(CycleOutcome.FAILED, error)]
+        assert _ends(running.recorded.failed) == [(CycleOutcome.FAILED, error)]
         assert not running.task.done()  # the loop survived the failed cycle
 
         running.ticker.tick()
-        await running.hooks.next_outcome()
+        await running.recorded.next_outcome()
         stats = await running.stopped()
 
     assert len(cycle.runs) == 2
-    assert len(running.hooks.completed) == 1
+    assert len(running.recorded.completed) == 1
     assert stats == LoopStats(cycles_completed=1, cycles_failed=1, ticks_skipped=0)
 
 
@@ -226,19 +226,19 @@ async def test_a_cycle_over_its_budget_is_cancelled_and_ends_budget_exceeded() -
     cycle = FakeCycle(BLOCK)  # never released: only the 0.05 s budget can end it
     async with running_loop(cycle, max_cycle_seconds=0.05) as running:
         running.ticker.tick()
-        await running.hooks.next_outcome()
+        await running.recorded.next_outcome()
 
         assert cycle.cancelled.is_set()
-        ((outcome, error),) = _ends(running.hooks.failed)
+        ((outcome, error),) = _ends(running.recorded.failed)
         assert outcome is CycleOutcome.BUDGET_EXCEEDED
         assert isinstance(error, TimeoutError)
-        assert running.hooks.completed == []
+        assert running.recorded.completed == []
 
         running.ticker.tick()  # the loop survives the abandoned cycle
-        await running.hooks.next_outcome()
+        await running.recorded.next_outcome()
         stats = await running.stopped()
 
-    assert len(running.hooks.completed) == 1
+    assert len(running.recorded.completed) == 1
     assert stats == LoopStats(cycles_completed=1, cycles_failed=1, ticks_skipped=0)
 
 
@@ -247,10 +247,10 @@ async def test_a_timeout_raised_by_the_cycle_itself_ends_failed_not_budget_excee
     cycle = FakeCycle(error)
     async with running_loop(cycle, max_cycle_seconds=30.0) as running:
         running.ticker.tick()
-        await running.hooks.next_outcome()
+        await running.recorded.next_outcome()
         await running.stopped()
 
-    assert _ends(running.hooks.failed) == [(CycleOutcome.FAILED, error)]
+    assert _ends(running.recorded.failed) == [(CycleOutcome.FAILED, error)]
 
 
 # -- stopping -------------------------------------------------------------------------------
@@ -260,14 +260,14 @@ async def test_stop_with_no_cycle_in_flight_returns_the_loop_stats_and_reports_s
     cycle = FakeCycle()
     async with running_loop(cycle) as running:
         running.ticker.tick()
-        await running.hooks.next_outcome()
+        await running.recorded.next_outcome()
 
         stats = await running.stopped()
 
     assert stats is running.loop.stats
     assert stats == LoopStats(cycles_completed=1, cycles_failed=0, ticks_skipped=0)
-    assert running.hooks.stopping_with_cycle_in_flight == [False]
-    assert running.hooks.stopped is True
+    assert running.recorded.stopping_with_cycle_in_flight == [False]
+    assert running.recorded.stopped is True
 
 
 async def test_stop_before_any_tick_returns_empty_stats_without_running_a_cycle() -> None:
@@ -277,19 +277,19 @@ async def test_stop_before_any_tick_returns_empty_stats_without_running_a_cycle(
 
     assert stats == LoopStats()
     assert cycle.runs == []
-    assert running.hooks.stopped is True
+    assert running.recorded.stopped is True
 
 
 async def test_on_stop_the_cycle_in_flight_may_complete_within_the_shutdown_grace() -> None:
     cycle = FakeCycle(BLOCK)
     async with running_loop(cycle, shutdown_grace_seconds=30.0) as running:
         running.ticker.tick()
-        await running.hooks.next_start()
+        await running.recorded.next_start()
 
         running.stop.request()
         async with asyncio.timeout(SAFETY_SECONDS):
-            await running.hooks.stopping.wait()
-        assert running.hooks.stopping_with_cycle_in_flight == [True]
+            await running.recorded.stopping.wait()
+        assert running.recorded.stopping_with_cycle_in_flight == [True]
         for _ in range(10):
             await asyncio.sleep(0)  # yield: a loop that did not wait would cancel it now
         assert not cycle.cancelled.is_set()
@@ -299,10 +299,10 @@ async def test_on_stop_the_cycle_in_flight_may_complete_within_the_shutdown_grac
         stats = await running.finished()
 
     assert not cycle.cancelled.is_set()
-    assert len(running.hooks.completed) == 1
-    assert running.hooks.failed == []
+    assert len(running.recorded.completed) == 1
+    assert running.recorded.failed == []
     assert stats == LoopStats(cycles_completed=1, cycles_failed=0, ticks_skipped=0)
-    assert running.hooks.stopped is True
+    assert running.recorded.stopped is True
 
 
 async def test_past_the_shutdown_grace_the_cycle_in_flight_is_cancelled_and_ends_interrupted() -> (
@@ -311,43 +311,43 @@ async def test_past_the_shutdown_grace_the_cycle_in_flight_is_cancelled_and_ends
     cycle = FakeCycle(BLOCK)  # never released: only the 0.05 s grace can end it
     async with running_loop(cycle, shutdown_grace_seconds=0.05) as running:
         running.ticker.tick()
-        await running.hooks.next_start()
+        await running.recorded.next_start()
 
         stats = await running.stopped()
 
     assert cycle.cancelled.is_set()
-    assert running.hooks.completed == []
-    ((outcome, error),) = _ends(running.hooks.failed)
+    assert running.recorded.completed == []
+    ((outcome, error),) = _ends(running.recorded.failed)
     assert outcome is CycleOutcome.INTERRUPTED
     assert isinstance(error, asyncio.CancelledError)
     assert stats == LoopStats(cycles_completed=0, cycles_failed=1, ticks_skipped=0)
-    assert running.hooks.stopped is True
+    assert running.recorded.stopped is True
 
 
 async def test_a_second_stop_request_cancels_the_cycle_at_once_even_with_a_long_grace() -> None:
     cycle = FakeCycle(BLOCK)
     async with running_loop(cycle, shutdown_grace_seconds=3_600.0) as running:
         running.ticker.tick()
-        await running.hooks.next_start()
+        await running.recorded.next_start()
         running.stop.request()
         async with asyncio.timeout(SAFETY_SECONDS):
-            await running.hooks.stopping.wait()
+            await running.recorded.stopping.wait()
         assert not running.task.done()
 
         stats = await running.stopped()  # the second request: forced
 
     assert running.stop.forced.is_set()
     assert cycle.cancelled.is_set()
-    assert [outcome for outcome, _ in _ends(running.hooks.failed)] == [CycleOutcome.INTERRUPTED]
+    assert [outcome for outcome, _ in _ends(running.recorded.failed)] == [CycleOutcome.INTERRUPTED]
     assert stats == LoopStats(cycles_completed=0, cycles_failed=1, ticks_skipped=0)
-    assert running.hooks.stopped is True
+    assert running.recorded.stopped is True
 
 
 async def test_a_forced_stop_before_the_loop_notices_also_cancels_the_cycle_in_flight() -> None:
     cycle = FakeCycle(BLOCK)
     async with running_loop(cycle, shutdown_grace_seconds=3_600.0) as running:
         running.ticker.tick()
-        await running.hooks.next_start()
+        await running.recorded.next_start()
         running.stop.request()
         running.stop.request()
 
@@ -355,4 +355,4 @@ async def test_a_forced_stop_before_the_loop_notices_also_cancels_the_cycle_in_f
 
     assert cycle.cancelled.is_set()
     assert stats.cycles_failed == 1
-    assert running.hooks.stopped is True
+    assert running.recorded.stopped is True

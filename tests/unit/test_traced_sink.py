@@ -69,21 +69,21 @@ def _by_name(spans: tuple[ReadableSpan, ...], name: str) -> list[ReadableSpan]:
     return [span for span in spans if span.name == name]
 
 
-def _run_cycle(hooks: TracedSink, batches: list[BatchResult], run_id: UUID) -> None:
-    hooks(CycleStarted(run_id, AS_OF))
+def _run_cycle(recorded: TracedSink, batches: list[BatchResult], run_id: UUID) -> None:
+    recorded(CycleStarted(run_id, AS_OF))
     for item in batches:
-        hooks(BatchStarted(run_id, item.number))
-        hooks(BatchCommitted(run_id, item))
+        recorded(BatchStarted(run_id, item.number))
+        recorded(BatchCommitted(run_id, item))
     expired = sum(b.expired_count for b in batches)
-    hooks(CycleEnded(cycle_result(run_id=run_id, expired=expired, batches=len(batches))))
+    recorded(CycleEnded(cycle_result(run_id=run_id, expired=expired, batches=len(batches))))
 
 
 def test_a_cycle_is_one_span_with_the_run_id_as_correlation_id_and_a_child_per_batch(
     exporter: InMemorySpanExporter,
 ) -> None:
-    hooks = TracedSink(CurrentSpanSeen(), _tracer(exporter))
+    recorded = TracedSink(CurrentSpanSeen(), _tracer(exporter))
     run_id = uuid4()
-    _run_cycle(hooks, [batch(expired=3, number=1), batch(expired=2, number=2)], run_id)
+    _run_cycle(recorded, [batch(expired=3, number=1), batch(expired=2, number=2)], run_id)
 
     spans = exporter.get_finished_spans()
     (cycle,) = _by_name(spans, CYCLE_SPAN)
@@ -105,11 +105,11 @@ def test_the_backlog_and_quarantine_measured_reach_the_sinks_and_the_cycle_span(
     exporter: InMemorySpanExporter,
 ) -> None:
     inner = CurrentSpanSeen()
-    hooks = TracedSink(inner, _tracer(exporter))
+    recorded = TracedSink(inner, _tracer(exporter))
     run_id = uuid4()
-    hooks(CycleStarted(run_id, AS_OF))
-    hooks(BacklogMeasured(run_id, 9, 4))
-    hooks(CycleEnded(cycle_result(run_id=run_id)))
+    recorded(CycleStarted(run_id, AS_OF))
+    recorded(BacklogMeasured(run_id, 9, 4))
+    recorded(CycleEnded(cycle_result(run_id=run_id)))
 
     (cycle,) = _by_name(exporter.get_finished_spans(), CYCLE_SPAN)
     assert (cycle.attributes or {})["slot_expiration.quarantined_slots"] == 4
@@ -122,8 +122,10 @@ def test_a_batch_span_names_the_tenants_it_touched_expired_and_failed(
 ) -> None:
     tenant, other = uuid4(), uuid4()
     poison = failure(slot_refs(1, tenant_id=other)[0], sqlstate="23514", attempts=2)
-    hooks = TracedSink(CurrentSpanSeen(), _tracer(exporter))
-    _run_cycle(hooks, [batch(expired=slot_refs(4, tenant_id=tenant), failures=[poison])], uuid4())
+    recorded = TracedSink(CurrentSpanSeen(), _tracer(exporter))
+    _run_cycle(
+        recorded, [batch(expired=slot_refs(4, tenant_id=tenant), failures=[poison])], uuid4()
+    )
 
     (span,) = _by_name(exporter.get_finished_spans(), BATCH_SPAN)
     attributes = dict(span.attributes or {})
@@ -146,8 +148,8 @@ def test_tenant_ids_and_failure_events_on_a_batch_span_are_bounded(
     exporter: InMemorySpanExporter,
 ) -> None:
     failures = [failure() for _ in range(MAX_FAILURE_EVENTS + 30)]
-    hooks = TracedSink(CurrentSpanSeen(), _tracer(exporter))
-    _run_cycle(hooks, [batch(expired=500, failures=failures)], uuid4())
+    recorded = TracedSink(CurrentSpanSeen(), _tracer(exporter))
+    _run_cycle(recorded, [batch(expired=500, failures=failures)], uuid4())
 
     (span,) = _by_name(exporter.get_finished_spans(), BATCH_SPAN)
     attributes = dict(span.attributes or {})
@@ -161,8 +163,8 @@ def test_the_cycle_span_is_current_for_every_sink_from_cycle_started_to_its_end(
     exporter: InMemorySpanExporter,
 ) -> None:
     inner = CurrentSpanSeen()
-    hooks = TracedSink(inner, _tracer(exporter))
-    _run_cycle(hooks, [batch(expired=1)], uuid4())
+    recorded = TracedSink(inner, _tracer(exporter))
+    _run_cycle(recorded, [batch(expired=1)], uuid4())
 
     spans = exporter.get_finished_spans()
     (cycle,) = _by_name(spans, CYCLE_SPAN)
@@ -179,12 +181,12 @@ def test_a_failed_cycle_ends_its_span_and_the_batch_in_flight_as_errors_without_
     exporter: InMemorySpanExporter, outcome: CycleOutcome
 ) -> None:
     inner = CurrentSpanSeen()
-    hooks = TracedSink(inner, _tracer(exporter))
+    recorded = TracedSink(inner, _tracer(exporter))
     run_id = uuid4()
-    hooks(CycleStarted(run_id, AS_OF))
-    hooks(BatchStarted(run_id, 1))
+    recorded(CycleStarted(run_id, AS_OF))
+    recorded(BatchStarted(run_id, 1))
     secret = "password=s3cret host db.internal"  # noqa: S105 - what must never leak
-    hooks(ended(outcome, ConnectionError(secret), run_id=run_id, batch_in_flight=True))
+    recorded(ended(outcome, ConnectionError(secret), run_id=run_id, batch_in_flight=True))
 
     spans = exporter.get_finished_spans()
     (cycle,) = _by_name(spans, CYCLE_SPAN)
@@ -204,14 +206,14 @@ def test_events_outside_a_cycle_pass_through_without_a_span(
     exporter: InMemorySpanExporter,
 ) -> None:
     inner = CurrentSpanSeen()
-    hooks = TracedSink(inner, _tracer(exporter))
+    recorded = TracedSink(inner, _tracer(exporter))
     for event in (
         LoopStarted(300.0, 500),
         TickSkipped(1),
         LoopStopping(cycle_in_flight=False),
         LoopStopped(),
     ):
-        hooks(event)
+        recorded(event)
 
     assert exporter.get_finished_spans() == ()
     assert set(inner.seen) == {"LoopStarted", "TickSkipped", "LoopStopping", "LoopStopped"}
@@ -222,8 +224,8 @@ def test_the_no_op_tracer_records_nothing_and_log_lines_carry_no_trace_id(
     capsys: pytest.CaptureFixture[str], restore_logging: None
 ) -> None:
     configure_logging(LogFormat.JSON)
-    hooks = TracedSink(LogSink(), trace.NoOpTracer())
-    _run_cycle(hooks, [batch(expired=1)], uuid4())
+    recorded = TracedSink(LogSink(), trace.NoOpTracer())
+    _run_cycle(recorded, [batch(expired=1)], uuid4())
 
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert [line["event"] for line in lines] == [
@@ -238,10 +240,10 @@ def test_every_log_line_of_a_cycle_carries_its_trace_id_and_the_loop_lines_do_no
     exporter: InMemorySpanExporter, capsys: pytest.CaptureFixture[str], restore_logging: None
 ) -> None:
     configure_logging(LogFormat.JSON)
-    hooks = TracedSink(LogSink(), _tracer(exporter))
-    hooks(LoopStarted(300.0, 500))
-    _run_cycle(hooks, [batch(expired=2, failures=[failure()])], uuid4())
-    hooks(LoopStopped())
+    recorded = TracedSink(LogSink(), _tracer(exporter))
+    recorded(LoopStarted(300.0, 500))
+    _run_cycle(recorded, [batch(expired=2, failures=[failure()])], uuid4())
+    recorded(LoopStopped())
 
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     (cycle,) = _by_name(exporter.get_finished_spans(), CYCLE_SPAN)
@@ -311,7 +313,7 @@ async def test_a_budget_that_cuts_a_batch_short_ends_both_spans_and_logs_no_cont
 ) -> None:
     """The cycle body runs in a task of its own; its batch span is cut by the budget."""
     configure_logging(LogFormat.JSON)
-    hooks = TracedSink(LogSink(), _tracer(exporter))
+    recorded = TracedSink(LogSink(), _tracer(exporter))
     never = asyncio.Event()
 
     class HangingBatch:
@@ -321,7 +323,7 @@ async def test_a_budget_that_cuts_a_batch_short_ends_both_spans_and_logs_no_cont
             raise AssertionError("unreachable")
 
     with pytest.raises(CycleFailed):
-        await run_cycle(HangingBatch(), hooks, budget_seconds=0.05, as_of=AS_OF)
+        await run_cycle(HangingBatch(), recorded, budget_seconds=0.05, as_of=AS_OF)
 
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert [line["event"] for line in lines] == ["cycle.started", "cycle.failed"]

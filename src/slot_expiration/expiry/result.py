@@ -174,5 +174,3 @@ class CycleProgress:
         return CycleResult(
             **done, outcome=outcome, duration_ms=duration_ms, stop_reason=stop_reason
         )
-
-

@@ -1,4 +1,4 @@
-"""Wires options, store, cycle, loop and hooks into the commands' entry points."""
+"""Wires options, the expiry cycle, the loop and the sinks into the commands' entry points."""
 
 from __future__ import annotations
 
