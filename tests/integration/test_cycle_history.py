@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from structlog.testing import capture_logs
 
-from slot_expiration.domain import CycleOutcome
+from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.expiry import ClockSkewError, CycleFailed, run_cycle
 from slot_expiration.history.housekeeping import Housekeeping, record_cycle
 from slot_expiration.history.sink import HistorySink
@@ -18,6 +18,7 @@ from slot_expiration.history.store import HistoryStore
 from slot_expiration.loop import fan_out
 from slot_expiration.status.store import StatusStore
 from tests.support.cycles import make_cycle
+from tests.support.cycles import run_cycle as run_one_cycle
 from tests.support.database import SlotDatabase
 from tests.support.doubles import RecordingSink
 from tests.support.history import cycle_record, history_rows, recorded_run_ids
@@ -136,37 +137,46 @@ async def test_the_purge_deletes_only_rows_past_the_retention_a_batch_at_a_time(
     assert await recorded_run_ids(db) == [kept.run_id]
 
 
-async def test_recording_a_cycle_purges_the_history_and_the_quarantine_that_ended_before(
-    db: SlotDatabase,
-) -> None:
-    slots = await db.insert(past_slots(3))
-    ended_long_ago, ended_lately, active = (s.id for s in slots)
-    await _quarantine(db, ended_long_ago, ended_at=AS_OF - RETENTION - timedelta(days=1))
-    await _quarantine(db, ended_lately, ended_at=AS_OF - timedelta(days=1))
-    await _quarantine(db, active, ended_at=None)
+async def test_recording_a_cycle_purges_the_history_that_ended_before(db: SlotDatabase) -> None:
     await record_cycle(Housekeeping(db.url, RETENTION), cycle_record(AS_OF - RETENTION * 2))
 
     purged = await record_cycle(Housekeeping(db.url, RETENTION), cycle_record(AS_OF))
 
-    assert (purged.cycles, purged.quarantine_entries) == (1, 1)
-    assert set(await db.quarantine()) == {active}
+    assert purged == 1
+    assert len(await recorded_run_ids(db)) == 1
+
+
+async def test_a_cycles_tail_purges_the_quarantine_entries_that_ended_before_the_retention(
+    db: SlotDatabase,
+) -> None:
+    # Slots that left Available long ago (their entries ended), and one still waiting.
+    slots = await db.insert(past_slots(3, SlotStatus.EXPIRED))
+    ended_long_ago, ended_lately, waiting = (s.id for s in slots)
+    await db.execute("UPDATE availability_slots SET status = 'Available' WHERE id = %s", waiting)
+    await _quarantine(db, ended_long_ago, ended_at=AS_OF - RETENTION - timedelta(days=1))
+    await _quarantine(db, ended_lately, ended_at=AS_OF - timedelta(days=1))
+    await _quarantine(db, waiting, ended_at=None, next_attempt_at=AS_OF + timedelta(hours=1))
+
+    await run_one_cycle(db.url, clock=lambda: AS_OF)
+
+    assert set(await db.quarantine()) == {waiting}
     assert set(await db.ended_quarantine()) == {ended_lately}
 
 
-async def test_the_purge_passes_over_entries_another_session_holds_and_never_waits(
+async def test_the_quarantines_purge_passes_over_entries_another_session_holds_never_waiting(
     db: SlotDatabase,
 ) -> None:
-    (slot,) = await db.insert(past_slots(1))
+    (slot,) = await db.insert(past_slots(1, SlotStatus.EXPIRED))
     await _quarantine(db, slot.id, ended_at=AS_OF - RETENTION - timedelta(days=1))
 
     async with await psycopg.AsyncConnection.connect(db.url) as holder:
         await holder.execute(
             "SELECT FROM slot_expiration_failures WHERE slot_id = %s FOR UPDATE", [slot.id]
         )
-        purged = await record_cycle(Housekeeping(db.url, RETENTION), cycle_record(AS_OF))
+        outcome = await run_one_cycle(db.url, clock=lambda: AS_OF)
         await holder.rollback()
 
-    assert purged.quarantine_entries == 0
+    assert outcome.result.outcome is CycleOutcome.SUCCESS
     assert set(await db.ended_quarantine()) == {slot.id}
 
 
@@ -245,12 +255,24 @@ async def test_the_backlogs_samples_are_every_cycle_since_a_moment_oldest_first(
 _LIMITS = Housekeeping("postgresql://unused", RETENTION).limits
 
 
-async def _quarantine(db: SlotDatabase, slot_id: object, ended_at: datetime | None) -> None:
+async def _quarantine(
+    db: SlotDatabase,
+    slot_id: object,
+    ended_at: datetime | None,
+    next_attempt_at: datetime = AS_OF,
+) -> None:
     await db.conn.execute(
         "INSERT INTO slot_expiration_failures (slot_id, attempts, first_failed_at, "
         "last_failed_at, next_attempt_at, sqlstate, message, ended_at, ended_status) "
         "VALUES (%s, 1, %s, %s, %s, 'P0001', 'slot refuses to expire', %s, %s)",
-        (slot_id, AS_OF, AS_OF, AS_OF, ended_at, None if ended_at is None else "Expired"),
+        (
+            slot_id,
+            AS_OF,
+            AS_OF,
+            next_attempt_at,
+            ended_at,
+            None if ended_at is None else "Expired",
+        ),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from slot_expiration.domain import SlotRef, utc_now
 from slot_expiration.expiry import (
@@ -113,6 +113,7 @@ def make_cycle(
         batch_pause_seconds=batch_pause_seconds,
         backoff=backoff or default_backoff(),
         max_clock_skew_seconds=max_clock_skew_seconds,
+        quarantine_retention=timedelta(days=DEFAULTS.history_retention_days),
     )
     return ExpiryCycle(
         lambda: CycleStore.connect(url, LIMITS), limits, monotonic=monotonic, clock=clock

@@ -49,7 +49,6 @@ from slot_expiration.expiry.store import (
     Problem,
     Selection,
 )
-from slot_expiration.quarantine import QuarantineStore
 
 SLOT_TABLE = "availability_slots"
 
@@ -106,14 +105,13 @@ class ExpiryCycle:
             except (StoreError, ClockSkewError):
                 await self._measure_backlog_after_failure(store, run)
                 raise
-            # Once a stop was asked for, nothing new starts: not even the count.
+            # Once a stop was asked for, nothing new starts: not even the tail.
             if not run.stop_requested():
-                await self._backlog(store, run)
+                await self._tail(store, run)
         return run.progress.result(CycleOutcome.SUCCESS, self._ms_since(started), reason)
 
     async def _preflight(self, store: CycleStore, run: CycleRun) -> None:
-        """Compare the clocks and check the role's grants; end the quarantine entries of
-        slots that left Available another way."""
+        """Check the table meant, compare the clocks and check what the role lacks."""
         async with store.transaction():
             await store.verify_slot_table()
             before = self._clock()
@@ -126,7 +124,16 @@ class ExpiryCycle:
                 raise ClockSkewError(skew.total_seconds(), self._limits.max_clock_skew_seconds)
             if preflight.problems:
                 raise misconfigured(preflight)
-            await QuarantineStore(store.session).end_departed(after)
+
+    async def _tail(self, store: CycleStore, run: CycleRun) -> None:
+        """After the batches: the quarantine's entries whose slot left Available end (this
+        cycle expired it, or the calendar booked or archived it), those that ended past
+        the retention go, then what is left is counted."""
+        async with store.transaction():
+            now = self._clock()
+            await store.quarantine.end_departed(now)
+            await store.quarantine.purge_ended(now - self._limits.quarantine_retention)
+        await self._backlog(store, run)
 
     async def _backlog(self, store: CycleStore, run: CycleRun) -> None:
         """Count what is left, then the quarantine: once per cycle, in one short
@@ -134,7 +141,7 @@ class ExpiryCycle:
         async with store.transaction():
             at = None if run.as_of_is_now else run.as_of
             backlog = await store.count_backlog_capped(at, BACKLOG_COUNT_CAP)
-            quarantine = await QuarantineStore(store.session).measure(self._clock())
+            quarantine = await store.quarantine.measure(self._clock())
         run.progress.backlog = backlog
         run.emit(
             BacklogMeasured(
@@ -237,8 +244,7 @@ class ExpiryCycle:
         )
 
     async def _row_by_row(self, store: CycleStore, run: CycleRun, pending: _Pending) -> BatchResult:
-        quarantine = QuarantineStore(store.session)
-        slow = RowByRow(store, quarantine, self._limits.backoff, self._monotonic)
+        slow = RowByRow(store, store.quarantine, self._limits.backoff, self._monotonic)
         try:
             outcome = await slow.run(pending.selection, self._top_up_until(run))
         except asyncio.CancelledError:

@@ -68,9 +68,11 @@ WHERE
 
 -- fragment: expire_batch_steps
 -- The healthy-batch fast path, one statement: lock up to batch_size due
--- rows, expire them (Available -> Expired, the state machine's EXPIRE), end
--- the quarantine entries of the rows that now expired (as release_rows), and
--- count the rows passed over inside the batch's window. The update finds each
+-- rows, expire them (Available -> Expired, the state machine's EXPIRE), and
+-- count the rows passed over inside the batch's window. The quarantine entries
+-- of rows it expired (a slot rejected before, due again) end at the cycle's
+-- tail with every entry whose slot left Available (quarantine.sql,
+-- end_departed_entries): the quarantine is written by its own statements only. The update finds each
 -- row by key, within the start_at range of the rows picked (they are locked:
 -- none moves): on a calendar partitioned by start_at that bound prunes the
 -- update to the partitions the batch lies in, where the key alone would
@@ -88,12 +90,6 @@ expired AS (
       AND s.start_at BETWEEN (SELECT min(start_at) FROM picked)
                          AND (SELECT max(start_at) FROM picked)
     RETURNING s.id, s.tenant_id, s.start_at
-),
-released AS (
-    UPDATE slot_expiration_failures AS q
-    SET ended_at = %(now)s, ended_status = 'Expired'
-    FROM expired AS e
-    WHERE q.slot_id = e.id AND q.ended_at IS NULL
 ),
 window_end AS (
     -- include: batch_window_end

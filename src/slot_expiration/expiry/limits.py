@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from slot_expiration.quarantine import PoisonBackoff
 
@@ -18,6 +19,9 @@ class CycleLimits:
     backoff: PoisonBackoff
     # A worker clock further ahead of the database's than this refuses to expire.
     max_clock_skew_seconds: float
+    # How long a quarantine entry that ended is kept (`quarantine list --history`), as
+    # the cycle history is: the cycle's tail purges the older ones.
+    quarantine_retention: timedelta
     # Collect each batch's slots and tenants: only a trace records them (logs and
     # metrics need counts), and returning them costs a batch about 0.7 ms.
     collect_slots: bool = True

@@ -23,6 +23,7 @@ from slot_expiration.db.session import (
     TransactionLimits,
 )
 from slot_expiration.domain import SlotRef, SlotStatus
+from slot_expiration.quarantine.store import QuarantineStore
 from slot_expiration.schema.location import verify_slot_table
 from slot_expiration.schema.version import read_schema_revision
 
@@ -165,6 +166,8 @@ class CycleStore:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        # The cycle's one collaborator for slot_expiration_failures, on this session.
+        self.quarantine = QuarantineStore(session)
 
     @classmethod
     @asynccontextmanager

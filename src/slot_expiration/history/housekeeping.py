@@ -1,5 +1,5 @@
 """What the worker writes once a cycle ended: its row in the history, and, past the
-retention, the purge of old history rows and of quarantine entries that ended.
+retention, the purge of old history rows.
 
 It runs on a short session of its own (application_name slot-expiration-history),
 opened after the cycle's own was closed: a cycle that failed may have left no usable
@@ -17,7 +17,6 @@ from slot_expiration.db.session import TransactionLimits, milliseconds
 from slot_expiration.history.sink import WRITE_TIMEOUT_SECONDS
 from slot_expiration.history.store import CycleRecord, HistoryStore
 from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
-from slot_expiration.quarantine import QuarantineStore
 
 # The history write is a few milliseconds of work: a server that takes longer than
 # the write's own bound is in trouble, and the worker moves on without the row.
@@ -30,29 +29,20 @@ LIMITS: Final = TransactionLimits(
 
 @dataclass(frozen=True, slots=True)
 class Housekeeping:
-    """Where to write, and how long the history and ended quarantine entries are kept."""
+    """Where to write, and how long the history is kept."""
 
     database_url: str
     retention: timedelta
     limits: TransactionLimits = LIMITS
 
 
-@dataclass(frozen=True, slots=True)
-class Purged:
-    cycles: int
-    quarantine_entries: int
-
-
-async def record_cycle(housekeeping: Housekeeping, cycle: CycleRecord) -> Purged:
-    """Write the cycle's row, then purge what ended before the retention (at most a
-    small batch of each per call: one row is written per cycle, so it keeps up)."""
+async def record_cycle(housekeeping: Housekeeping, cycle: CycleRecord) -> int:
+    """Write the cycle's row, then purge the rows older than the retention (at most a small
+    batch per call: one row is written per cycle, so it keeps up); how many went. (The
+    quarantine's ended entries are the cycle's own to purge, at its tail.)"""
     cutoff = cycle.ended_at - housekeeping.retention
     async with HistoryStore.connect(housekeeping.database_url, housekeeping.limits) as history:
         async with history.transaction():
             await history.record(cycle)
         async with history.transaction():
-            cycles = await history.purge(cutoff)
-        quarantine = QuarantineStore(history.session)
-        async with history.transaction():
-            entries = await quarantine.purge_ended(cutoff)
-    return Purged(cycles, entries)
+            return await history.purge(cutoff)

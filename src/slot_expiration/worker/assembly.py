@@ -69,6 +69,7 @@ def cycle_limits(options: CycleOptions, *, collect_slots: bool = True) -> CycleL
         batch_pause_seconds=options.batch_pause_seconds,
         backoff=PoisonBackoff(options.poison_backoff_seconds, options.poison_backoff_max_seconds),
         max_clock_skew_seconds=options.max_clock_skew_seconds,
+        quarantine_retention=timedelta(days=options.history_retention_days),
         collect_slots=collect_slots,
     )
 
