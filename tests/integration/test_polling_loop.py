@@ -13,7 +13,8 @@ import pytest
 from slot_expiration.db import TransientStoreError
 from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.embedded import EmbeddedPostgres
-from slot_expiration.loop import LoopStats, PollingLoop, StopSignal
+from slot_expiration.expiry import BatchCommitted, CycleEnded
+from slot_expiration.loop import Event, LoopStats, PollingLoop, SinkFailures, StopSignal, fan_out
 from slot_expiration.options import WorkerOptions, load_options
 from slot_expiration.schema.migrate import upgrade
 from slot_expiration.worker import build_loop
@@ -205,3 +206,44 @@ async def test_loop_recovers_after_the_database_went_away_and_came_back(
     with psycopg.connect(own_server.url) as conn:
         row = conn.execute("SELECT count(*) FROM availability_slots WHERE status = 'Expired'")
         assert row.fetchone() == (len(slots),)
+
+
+class RaisingOn:
+    """A sink that raises on every event of one kind: a broken observer."""
+
+    def __init__(self, kind: type) -> None:
+        self.kind = kind
+        self.raised = 0
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, self.kind):
+            self.raised += 1
+            message = f"broken sink on {self.kind.__name__}"
+            raise OSError(message)
+
+
+@pytest.mark.parametrize("kind", [BatchCommitted, CycleEnded], ids=["batch", "cycle-end"])
+async def test_a_sink_that_raises_never_changes_a_cycles_outcome_nor_stops_the_loop(
+    db: SlotDatabase, kind: type
+) -> None:
+    slots = await db.insert(past_slots(120))
+    broken = RaisingOn(kind)
+    counted: list[str] = []
+    harness = Harness(worker_options(db.url))
+    emit = fan_out(broken, harness.recorded, on_failure=SinkFailures(count=counted.append))
+    harness.loop = build_loop(worker_options(db.url), emit, harness.ticker)
+    harness.task = asyncio.create_task(harness.loop.run(harness.stop))
+    try:
+        await harness.tick_and_wait()
+        await harness.tick_and_wait()  # the loop goes on after a sink raised
+    finally:
+        harness.stop.request()
+        stats = await harness.task
+
+    assert [r.outcome for r in harness.recorded.completed] == [CycleOutcome.SUCCESS] * 2
+    assert [r.expired_count for r in harness.recorded.completed] == [50, 50]
+    assert (stats.cycles_completed, stats.cycles_failed) == (2, 0)
+    assert broken.raised == 2
+    assert counted == ["RaisingOn"] * 2
+    statuses = await db.statuses()
+    assert sum(statuses[s.id] is SlotStatus.EXPIRED for s in slots) == 100

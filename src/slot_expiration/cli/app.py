@@ -6,6 +6,7 @@ group of commands lives in a module of its own and is registered here.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -42,6 +43,13 @@ def main() -> None:
     """Console entry point: click's own usage errors become one line too (for
     `status --check`, the monitoring plugins' UNKNOWN on stdout, exit 3)."""
     try:
+        _run()
+    finally:
+        _let_go_of_unwritable_streams()
+
+
+def _run() -> None:
+    try:
         code = cli.main(prog_name=PROGRAM, standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
         fail(_missing_command(exc.ctx), ExitCode.USAGE)
@@ -54,6 +62,20 @@ def main() -> None:
         print(f"{PROGRAM}: interrupted", file=sys.stderr)
         raise SystemExit(ExitCode.INTERRUPTED) from None
     raise SystemExit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def _let_go_of_unwritable_streams() -> None:
+    """A stream that cannot be written (stderr on a full device, stdout into a closed pipe)
+    is flushed once more here and, failing, replaced by the null device: Python would
+    otherwise fail its own flush at exit and turn the command's exit status into 120
+    (the way the Python docs handle SIGPIPE). What the command did stands; its status
+    says so."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 - for exit
 
 
 def _missing_command(ctx: click.Context | None) -> str:

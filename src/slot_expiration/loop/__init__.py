@@ -7,6 +7,7 @@ from slot_expiration.loop.events import (
     LoopStopped,
     LoopStopping,
     Sink,
+    SinkFailures,
     TickSkipped,
     fan_out,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "LoopTiming",
     "PollingLoop",
     "Sink",
+    "SinkFailures",
     "StopSignal",
     "TickSkipped",
     "Ticker",

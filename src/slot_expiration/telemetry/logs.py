@@ -25,6 +25,7 @@ from slot_expiration.expiry import (
     sqlstate_of,
 )
 from slot_expiration.loop import Event, LoopStarted, LoopStopped, LoopStopping, TickSkipped
+from slot_expiration.loop.events import SINK_FAILED
 from slot_expiration.options import LogFormat
 from slot_expiration.options.settings import DEFAULT_MAX_CLOCK_SKEW_SECONDS
 from slot_expiration.telemetry.traces import add_trace_id
@@ -51,6 +52,7 @@ class LogEvent:
     UNSUPPORTED_EXPORTER: Final = "traces.unsupported_exporter"
     NATIVE_STDERR: Final = "native.stderr"  # a line libpq (native code) wrote to stderr
     HISTORY_WRITE_FAILED: Final = "history.write_failed"
+    SINK_FAILED: Final = SINK_FAILED
     UI_SERVING: Final = "ui.serving"
 
 

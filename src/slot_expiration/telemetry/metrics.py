@@ -89,6 +89,10 @@ class Metrics:
         disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
         self._define(self.registry)
 
+    def sink_failed(self, sink: str) -> None:
+        """A sink raised on an event (loop.SinkFailures counts it here)."""
+        self.sink_failures.labels(sink=sink).inc()
+
     def _define(self, registry: CollectorRegistry) -> None:
         self.build_info = Gauge(
             f"{PREFIX}_build_info",
@@ -184,6 +188,13 @@ class Metrics:
             f"{PREFIX}_http_bad_requests",
             "Malformed HTTP requests to the endpoint, answered 400 (431 for an oversized head) "
             "and closed.",
+            registry=registry,
+        )
+        self.sink_failures = Counter(
+            f"{PREFIX}_sink_failures",
+            "Events a sink (the log, the history, the traces, ...) raised on: the event went "
+            "on to the other sinks, the cycle was not affected.",
+            ["sink"],
             registry=registry,
         )
         ProcessCollector(registry=registry)

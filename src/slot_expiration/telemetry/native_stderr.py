@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Final
 
 import structlog
@@ -42,7 +42,8 @@ def native_stderr_logged() -> Iterator[None]:
     if not _writes_to_the_process_stderr():
         yield
         return
-    sys.stderr.flush()
+    with suppress(OSError):  # a stderr that cannot be written (a full device) loses it
+        sys.stderr.flush()
     previous = sys.stderr
     real = os.dup(STDERR)
     read_end, write_end = os.pipe()
@@ -61,7 +62,8 @@ def native_stderr_logged() -> Iterator[None]:
         # The pipe's last writer goes: the reader logs what is left, then sees its end.
         os.dup2(real, STDERR)
         reader.join(DRAIN_SECONDS)
-        sys.stderr.flush()
+        with suppress(OSError):  # a stderr that cannot be written (a full device) loses it
+            sys.stderr.flush()
         sys.stderr = previous  # fd 2 is the real stderr again
 
 

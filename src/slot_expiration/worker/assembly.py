@@ -184,7 +184,7 @@ async def run_once(
         await check_ready(options)
         history = history_sink(options)
         logs = sink or LogSink(max_clock_skew_seconds=options.max_clock_skew_seconds)
-        emit = traced(fan_out(logs, history, remember), tracer)
+        emit = fan_out(traced(fan_out(logs, history, remember), tracer))
         try:
             cycle = build_cycle(options, collect_slots=tracing_on(tracer))
             return await run_cycle(

@@ -11,7 +11,7 @@ import structlog
 from opentelemetry.trace import Tracer
 
 from slot_expiration.db.session import ApplicationName
-from slot_expiration.loop import Sink, fan_out
+from slot_expiration.loop import Sink, SinkFailures, fan_out
 from slot_expiration.options import WorkerOptions
 from slot_expiration.schema.version import HEAD_REVISION
 from slot_expiration.status.store import StatusStore
@@ -58,7 +58,10 @@ class Observability:
 
     def sink(self, sinks: Sequence[Sink]) -> Sink:
         """`sinks` plus metrics, liveness and readiness, all inside each cycle's span."""
-        return traced(fan_out(*sinks, self.metrics, self.liveness, self.readiness), self.tracer)
+        failures = SinkFailures(count=self.metrics.sink_failed)
+        recorded = fan_out(*sinks, self.metrics, self.liveness, self.readiness, on_failure=failures)
+        # The span's own work isolated too: nothing a sink does reaches the cycle.
+        return fan_out(traced(recorded, self.tracer), on_failure=failures)
 
     @asynccontextmanager
     async def endpoint(self, options: WorkerOptions) -> AsyncIterator[str | None]:
