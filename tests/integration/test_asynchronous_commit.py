@@ -117,6 +117,7 @@ async def test_the_setting_is_the_transaction_own_and_the_session_keeps_the_data
 
     async with CycleStore.connect(db.url, limits) as store:
         async with store.transaction():
+            await store.count_backlog(AS_OF)  # the first statement carries the opening
             inside = await show_commit_setting(store.session.connection)
         after = await show_commit_setting(store.session.connection)
 

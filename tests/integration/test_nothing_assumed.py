@@ -99,6 +99,7 @@ async def test_the_urls_search_path_holds_in_every_transaction_where_a_pooler_dr
     async with await psycopg.AsyncConnection.connect(db.url, autocommit=True) as conn:
         session = Session(conn, settings, search_path='"booking"')
         async with session.transaction():
+            await session.execute("cycle_clock")  # the first statement carries the opening
             inside = await (await conn.execute("SELECT current_setting('search_path')")).fetchone()
         outside = await (await conn.execute("SELECT current_setting('search_path')")).fetchone()
 
