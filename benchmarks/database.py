@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from benchmarks.store import BENCH_SCHEMA, BenchStore, with_server_option
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.options import redact_url
-from slot_expiration.schema.version import upgrade
+from slot_expiration.schema.migrate import upgrade
 
 # A server like a modest production one: durable (PostgreSQL's own defaults for
 # fsync, synchronous_commit and full_page_writes), with room in shared memory.

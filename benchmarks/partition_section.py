@@ -38,7 +38,7 @@ from benchmarks.stats import Spread, ratio
 from benchmarks.store import SlotTableSpec
 from benchmarks.timing import BatchRecorder, bare_batch, worker_cycle
 from slot_expiration.db.errors import StoreError
-from slot_expiration.schema.version import upgrade
+from slot_expiration.schema.migrate import upgrade
 
 _MIB = 1024 * 1024
 _DAY = timedelta(days=1)

@@ -19,7 +19,6 @@ from slot_expiration.domain import Slot, SlotRuleError, SlotStatus, utc_now
 from slot_expiration.expiry import CycleEnded
 from slot_expiration.loop import Event, LoopStarted, LoopStopped, StopSignal, TickSkipped
 from slot_expiration.options import WorkerOptions
-from slot_expiration.schema.version import upgrade
 from slot_expiration.slots import SlotOperations
 from slot_expiration.worker import run_worker, store_factory
 
@@ -73,6 +72,8 @@ class Progress:
 
 async def run_demo(options: WorkerOptions, plan: DemoPlan, out: TextIO) -> None:
     url = options.require_database_url()
+    from slot_expiration.schema.migrate import upgrade  # noqa: PLC0415 - Alembic only now
+
     await asyncio.to_thread(upgrade, url)
     now = utc_now()
     slots = demo_slots(now, plan.mix, plan.seed if plan.seed is not None else _fresh_seed())

@@ -31,7 +31,6 @@ from slot_expiration.domain.text import excerpt
 from slot_expiration.expiry import CycleEnded, describe
 from slot_expiration.history.store import CycleRecord
 from slot_expiration.loop import Event
-from slot_expiration.telemetry.logs import LogEvent
 
 # How long one write (connect, insert, purge) may take; past it the row is dropped.
 WRITE_TIMEOUT_SECONDS: Final = 5.0
@@ -40,6 +39,8 @@ WRITE_TIMEOUT_SECONDS: Final = 5.0
 DRAIN_TIMEOUT_SECONDS: Final = WRITE_TIMEOUT_SECONDS + 1.0
 
 Write = Callable[[CycleRecord], Awaitable[object]]
+# The log event of a row that could not be written (telemetry.logs.LogEvent names it too).
+HISTORY_WRITE_FAILED: Final = "history.write_failed"
 # Told of each row: written (None), or why not.
 Written = Callable[[CycleRecord, str | None], None]
 
@@ -116,7 +117,7 @@ class HistorySink:
             sqlstate = exc.sqlstate if isinstance(exc, StoreError) else None
             reason = excerpt(str(exc)) or f"no answer within {self._timeout_seconds:g} s"
             self._log.warning(
-                LogEvent.HISTORY_WRITE_FAILED,
+                HISTORY_WRITE_FAILED,
                 run_id=str(record.run_id),
                 outcome=record.outcome.value,
                 error_type=type(exc).__name__,

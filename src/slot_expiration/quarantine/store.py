@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any, Self
+from typing import Any, Final, Self
 from uuid import UUID
 
 from slot_expiration.db.errors import NotQuarantinedError
@@ -24,8 +24,11 @@ from slot_expiration.db.session import (
     TransactionLimits,
 )
 from slot_expiration.domain.text import MAX_MESSAGE_CHARS, excerpt
-from slot_expiration.history.store import PURGE_BATCH
 from slot_expiration.schema.location import verify_slot_table
+
+# A purge deletes at most this many ended entries per transaction: one purge runs at each
+# cycle's tail, far more often than entries end, so it keeps up.
+PURGE_BATCH: Final = 500
 
 
 @dataclass(frozen=True, slots=True)

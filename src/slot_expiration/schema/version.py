@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from slot_expiration.db.session import Session
-    from slot_expiration.schema.migrate import MigrationOutcome
 
 # The newest migration in migrations/versions.
 HEAD_REVISION: Final = "0008"
@@ -73,10 +72,3 @@ def ahead_of_release(revision: str, head: str = HEAD_REVISION) -> str:
 
 def unknown_revision(revision: str) -> str:
     return f"the schema is at revision {revision!r}, which is not a revision of slot-expiration"
-
-
-def upgrade(database_url: str, *, sandbox: bool = False) -> MigrationOutcome:
-    """Bring the schema to HEAD_REVISION (store.migrate.upgrade, loaded only now)."""
-    from slot_expiration.schema import migrate  # noqa: PLC0415 - Alembic only when migrating
-
-    return migrate.upgrade(database_url, sandbox=sandbox)

@@ -24,6 +24,7 @@ from slot_expiration.expiry import (
     describe,
     sqlstate_of,
 )
+from slot_expiration.history.sink import HISTORY_WRITE_FAILED
 from slot_expiration.loop import Event, LoopStarted, LoopStopped, LoopStopping, TickSkipped
 from slot_expiration.loop.events import SINK_FAILED
 from slot_expiration.options import LogFormat
@@ -51,7 +52,7 @@ class LogEvent:
     UNKNOWN_VARIABLE: Final = "options.unknown_variable"
     UNSUPPORTED_EXPORTER: Final = "traces.unsupported_exporter"
     NATIVE_STDERR: Final = "native.stderr"  # a line libpq (native code) wrote to stderr
-    HISTORY_WRITE_FAILED: Final = "history.write_failed"
+    HISTORY_WRITE_FAILED: Final = HISTORY_WRITE_FAILED
     SINK_FAILED: Final = SINK_FAILED
     UI_SERVING: Final = "ui.serving"
 
