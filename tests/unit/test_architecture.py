@@ -20,7 +20,7 @@ ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
 def code_edges() -> set[tuple[str, str]]:
     """(importer, imported) for each import between two packages of slot_expiration."""
-    edges = set()
+    edges: set[tuple[str, str]] = set()
     for path in PACKAGE.rglob("*.py"):
         parts = path.relative_to(PACKAGE).parts
         if len(parts) == 1:
@@ -44,7 +44,7 @@ def drawn_edges() -> set[tuple[str, str]]:
     """The arrows of the flowchart (`a --> b --> c` draws two)."""
     text = ARCHITECTURE.read_text(encoding="utf-8")
     chart = text[text.index("```mermaid\nflowchart") : text.index("```\n", text.index("flowchart"))]
-    edges = set()
+    edges: set[tuple[str, str]] = set()
     for line in chart.splitlines():
         names = [name.strip() for name in line.split("-->")]
         if len(names) > 1 and all(re.fullmatch(r"[a-z_]+", name) for name in names):

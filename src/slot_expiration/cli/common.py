@@ -13,7 +13,7 @@ from pydantic_settings import BaseSettings
 
 from slot_expiration.cli.errors import ExitCode, fail, reject
 from slot_expiration.db import ErrorFamily, SchemaMissingError, StoreError
-from slot_expiration.db.errors import SchemaFix
+from slot_expiration.db.errors import Remedy
 from slot_expiration.domain import SlotRuleError
 from slot_expiration.options import (
     ENV_PREFIX,
@@ -71,7 +71,7 @@ def guarded(action: Callable[[], T], options: DatabaseOptions) -> T:
 def located(exc: StoreError, options: DatabaseOptions) -> StoreError:
     """A missing table that migrate would create, unless availability_slots lives in a
     schema the search_path misses: then that, and how to point at it."""
-    if not isinstance(exc, SchemaMissingError) or exc.fix is SchemaFix.CALENDAR:
+    if not isinstance(exc, SchemaMissingError) or exc.remedy is Remedy.CALENDAR:
         return exc
     if options.database_url is None:  # a private server of its own (the benchmark's)
         return exc

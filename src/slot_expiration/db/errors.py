@@ -132,27 +132,43 @@ class CommitInDoubtError(TransientStoreError):
 
 
 class MisconfiguredStoreError(StoreError):
-    """Only a person can cure it: a login, a privilege, a table or column is wrong."""
+    """Only a person can cure it: a login, a privilege, a table or column is wrong. Who must
+    act, where it is known: `remedy`."""
+
+    def __init__(
+        self,
+        message: str,
+        sqlstate: str | None = None,
+        *,
+        connecting: bool = False,
+        remedy: Remedy | None = None,
+    ) -> None:
+        super().__init__(message, sqlstate, connecting=connecting)
+        self.remedy = remedy
 
     @property
     def family(self) -> ErrorFamily:
         return ErrorFamily.MISCONFIGURED
 
 
-class SchemaFix(StrEnum):
-    """Who can cure a missing table or column."""
+class Remedy(StrEnum):
+    """Who must act on a misconfiguration, and how: one word from the contract's problem
+    kinds (contract.sql, worker_problems) to the error that carries it."""
 
-    MIGRATE = "migrate"  # the worker's own, or no schema yet: `migrate` (re)creates it
-    CALENDAR = "calendar"  # the calendar's availability_slots: restored by hand
-    UNKNOWN = "unknown"  # a statement failed on a column it names; which table is not said
+    MIGRATE = "migrate"  # the worker's own schema missing or altered: `migrate` (re)creates it
+    CALENDAR = "calendar"  # the calendar's availability_slots changed: restored by hand
+    UNKNOWN_COLUMN = "unknown_column"  # a statement failed on a column; whose is not said
+    GRANT = "grant"  # a privilege: `slot-expiration grant`
+    ROW_SECURITY = "row_security"  # no policy shows every row: a permissive one, or BYPASSRLS
+    RESTRICTIVE_POLICY = "restrictive_policy"  # one hides rows: exempt the role, or BYPASSRLS
 
 
-_FIXES: Final = {
-    SchemaFix.MIGRATE: "the schema is missing or out of date: run `slot-expiration migrate` first",
-    SchemaFix.CALENDAR: "availability_slots no longer fits the calendar's table contract "
+_SCHEMA_ADVICE: Final = {
+    Remedy.MIGRATE: "the schema is missing or out of date: run `slot-expiration migrate` first",
+    Remedy.CALENDAR: "availability_slots no longer fits the calendar's table contract "
     "(`slot-expiration status` names what differs); restore it, migrate cannot",
-    SchemaFix.UNKNOWN: "a column the worker needs is missing: `slot-expiration status` names "
-    "it (`slot-expiration migrate` repairs the worker's own tables; the calendar's "
+    Remedy.UNKNOWN_COLUMN: "a column the worker needs is missing: `slot-expiration status` "
+    "names it (`slot-expiration migrate` repairs the worker's own tables; the calendar's "
     "availability_slots must be restored by hand)",
 }
 
@@ -166,11 +182,13 @@ class SchemaMissingError(MisconfiguredStoreError):
         self,
         detail: str | None = None,
         sqlstate: str = UNDEFINED_TABLE,
-        fix: SchemaFix | None = None,
+        remedy: Remedy | None = None,
     ) -> None:
         found = f"{detail}: " if detail else ""
-        self.fix = fix or (SchemaFix.UNKNOWN if sqlstate == UNDEFINED_COLUMN else SchemaFix.MIGRATE)
-        super().__init__(f"{found}{_FIXES[self.fix]}", sqlstate)
+        chosen = remedy or (
+            Remedy.UNKNOWN_COLUMN if sqlstate == UNDEFINED_COLUMN else Remedy.MIGRATE
+        )
+        super().__init__(f"{found}{_SCHEMA_ADVICE[chosen]}", sqlstate, remedy=chosen)
 
 
 class SlotTableElsewhereError(MisconfiguredStoreError):

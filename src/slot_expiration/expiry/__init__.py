@@ -2,7 +2,7 @@
 told as events."""
 
 from slot_expiration.expiry.budget import Cycle, run_cycle
-from slot_expiration.expiry.cycle import ExpiryCycle, StoreFactory, misconfigured
+from slot_expiration.expiry.cycle import ExpiryCycle, StoreFactory
 from slot_expiration.expiry.events import (
     BacklogMeasured,
     BatchCommitted,
@@ -49,7 +49,6 @@ __all__ = [
     "StopReason",
     "StoreFactory",
     "describe",
-    "misconfigured",
     "outcome_of",
     "run_cycle",
     "sqlstate_of",

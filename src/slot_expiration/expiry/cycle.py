@@ -12,17 +12,9 @@ from datetime import datetime
 from typing import Final
 
 from slot_expiration.db import (
-    MisconfiguredStoreError,
     RowRejectedError,
-    SchemaMissingError,
     StoreError,
     Transaction,
-)
-from slot_expiration.db.errors import (
-    INSUFFICIENT_PRIVILEGE,
-    UNDEFINED_COLUMN,
-    UNDEFINED_TABLE,
-    SchemaFix,
 )
 from slot_expiration.domain import CycleOutcome, utc_now
 from slot_expiration.expiry.events import (
@@ -45,8 +37,6 @@ from slot_expiration.expiry.store import (
     CycleStore,
     LockedBatch,
     Position,
-    Preflight,
-    Problem,
     Selection,
 )
 
@@ -122,8 +112,8 @@ class ExpiryCycle:
             run.emit(ClockCompared(run.run_id, skew.total_seconds()))
             if skew.total_seconds() > self._limits.max_clock_skew_seconds:
                 raise ClockSkewError(skew.total_seconds(), self._limits.max_clock_skew_seconds)
-            if preflight.problems:
-                raise misconfigured(preflight)
+            if preflight.lacks.problems:
+                raise preflight.lacks.error()
 
     async def _tail(self, store: CycleStore, run: CycleRun) -> None:
         """After the batches: the quarantine's entries whose slot left Available end (this
@@ -303,38 +293,3 @@ class _Pace:
 
     def expected_seconds(self, size: int) -> float:
         return max(self.slowest_seconds, self.slowest_per_row * size)
-
-
-def misconfigured(preflight: Preflight) -> MisconfiguredStoreError:
-    """The one line that says what the role lacks and the command that fixes it: the
-    calendar's table changed (restored by hand), or the worker's own schema is missing
-    or altered (`migrate` creates or repairs it), or a grant is missing. (A table the
-    search_path misses is schema.location's to say, before the preflight.)"""
-    problems = "; ".join(preflight.problems)
-    if preflight.has(Problem.CALENDAR):
-        return SchemaMissingError(problems, UNDEFINED_COLUMN, SchemaFix.CALENDAR)
-    if preflight.has(Problem.SCHEMA):
-        return SchemaMissingError(problems, UNDEFINED_TABLE, SchemaFix.MIGRATE)
-    fixes = []
-    if preflight.has(Problem.GRANT):
-        fixes.append(
-            "as the owner of availability_slots, run "
-            f"`slot-expiration grant --role {preflight.role}`"
-        )
-    if preflight.has(Problem.ROW_SECURITY):
-        fixes.append(
-            f"a permissive policy that shows it every row (CREATE POLICY ... ON {SLOT_TABLE} "
-            f"TO {preflight.role} USING (true)), or ALTER ROLE {preflight.role} BYPASSRLS "
-            "(a superuser can)"
-        )
-    if preflight.has(Problem.RESTRICTIVE_POLICY):
-        fixes.append(
-            "a restrictive policy narrows every role it applies to, whatever the permissive "
-            f"ones show: apply it to the calendar's roles but not {preflight.role} (ALTER "
-            f"POLICY ... ON {SLOT_TABLE} TO ...), or ALTER ROLE {preflight.role} BYPASSRLS "
-            "(a superuser can)"
-        )
-    return MisconfiguredStoreError(
-        f"role {preflight.role} cannot run a cycle: {problems}; {'; '.join(fixes)}",
-        INSUFFICIENT_PRIVILEGE,
-    )

@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Self
 from uuid import UUID
 
@@ -24,6 +23,7 @@ from slot_expiration.db.session import (
 )
 from slot_expiration.domain import SlotRef, SlotStatus
 from slot_expiration.quarantine.store import QuarantineStore
+from slot_expiration.schema.contract import WorkerProblems, worker_problems
 from slot_expiration.schema.location import verify_slot_table
 from slot_expiration.schema.version import read_schema_revision
 
@@ -76,41 +76,17 @@ class LockedBatch:
         return len(self.slots) if self.taken is None else self.taken
 
 
-class Problem(StrEnum):
-    """What kind of requirement of a cycle the role does not meet: who fixes it."""
-
-    SCHEMA = "schema"  # a table or column of the worker's own is missing or altered: migrate
-    CALENDAR = "calendar"  # a column of the calendar's table is missing: its owner restores it
-    GRANT = "grant"  # a privilege: `slot-expiration grant`
-    ROW_SECURITY = "row_security"  # no policy shows every row: a permissive one, or BYPASSRLS
-    RESTRICTIVE_POLICY = "restrictive_policy"  # one hides rows: exempt the role, or BYPASSRLS
-
-
 @dataclass(frozen=True, slots=True)
 class Preflight:
-    """The server's clock, the role, and what it lacks to run a cycle (empty: nothing),
-    each problem with its kind. Built from cycle_clock's and the contract's
-    worker_problems' columns by name."""
+    """The server's clock, and what the role lacks to run a cycle (schema.contract)."""
 
     server_clock: datetime
-    role: str
-    problems: Sequence[str]
-    problem_kinds: Sequence[str]
-
-    def has(self, kind: Problem) -> bool:
-        return kind.value in self.problem_kinds
+    lacks: WorkerProblems
 
 
 @dataclass(frozen=True, slots=True)
 class _Clock:
     server_clock: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class _Problems:
-    role: str
-    problems: Sequence[str]
-    problem_kinds: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,8 +165,7 @@ class CycleStore:
         """The server's clock, then what the role lacks (the contract's worker_problems):
         two statements, once per cycle, in one transaction."""
         clock = await self.session.record("cycle_clock", _Clock)
-        found = await self.session.record("worker_problems", _Problems)
-        return Preflight(clock.server_clock, found.role, found.problems, found.problem_kinds)
+        return Preflight(clock.server_clock, await worker_problems(self.session))
 
     async def verify_slot_table(self) -> None:
         """Refuse another availability_slots than the one meant (schema.location)."""

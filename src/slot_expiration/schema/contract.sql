@@ -160,7 +160,7 @@ SELECT * FROM (VALUES
 -- table once), in the order above; then how the worker's own tables differ
 -- from their shape (a column a cycle writes, renamed or dropped, would fail
 -- it later and less clearly). Each with its kind, which says who fixes it
--- (expiry.store.Problem): `schema` (migrate), `calendar` (the calendar's own
+-- (db.errors.Remedy): `migrate`, `calendar` (the calendar's own
 -- table changed) or `grant`.
 SELECT min(p.ordinal) AS ordinal, p.problem, min(p.kind) AS kind
 FROM (
@@ -178,9 +178,9 @@ FROM (
              AND NOT has_column_privilege(to_regclass(r.relation), r.column_name, r.privilege)
             THEN format('no %s (%s) on %s', r.privilege, r.column_name, r.relation)
     END AS problem, CASE
-        WHEN to_regclass(r.relation) IS NULL THEN 'schema'
+        WHEN to_regclass(r.relation) IS NULL THEN 'migrate'
         WHEN r.column_name IS NOT NULL AND a.attname IS NULL
-            THEN CASE WHEN r.relation = 'availability_slots' THEN 'calendar' ELSE 'schema' END
+            THEN CASE WHEN r.relation = 'availability_slots' THEN 'calendar' ELSE 'migrate' END
         ELSE 'grant'
     END AS kind
     FROM (
@@ -190,7 +190,7 @@ FROM (
         ON a.attrelid = to_regclass(r.relation) AND a.attname = r.column_name
        AND NOT a.attisdropped
     UNION ALL
-    SELECT 50 + w.ordinal, w.problem, 'schema' FROM (
+    SELECT 50 + w.ordinal, w.problem, 'migrate' FROM (
         -- include: worker_shape_mismatch_rows
     ) AS w
 ) AS p

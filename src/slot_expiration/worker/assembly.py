@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import structlog
 
 from slot_expiration.db import SchemaMissingError, TransactionLimits, TransientStoreError
-from slot_expiration.db.errors import SchemaFix
+from slot_expiration.db.errors import Remedy
 from slot_expiration.expiry import (
     CycleEnded,
     CycleFailed,
@@ -17,7 +17,6 @@ from slot_expiration.expiry import (
     CycleResult,
     ExpiryCycle,
     StoreFactory,
-    misconfigured,
     run_cycle,
 )
 from slot_expiration.expiry.store import CycleStore
@@ -108,9 +107,9 @@ async def check_ready(options: CycleOptions) -> None:
     async with store_factory(options)() as store, store.transaction():
         await store.verify_slot_table()
         preflight = await store.preflight()
-        revision = None if preflight.problems else await store.schema_revision()
-    if preflight.problems:
-        raise misconfigured(preflight)
+        revision = None if preflight.lacks.problems else await store.schema_revision()
+    if preflight.lacks.problems:
+        raise preflight.lacks.error()
     log = structlog.get_logger("slot_expiration")
     position = position_of(revision)
     if revision is not None and position is SchemaPosition.AHEAD:
@@ -141,7 +140,7 @@ async def wait_for_migrate(options: CycleOptions) -> None:
     try:
         await check_ready(options)
     except SchemaMissingError as exc:
-        if exc.fix is not SchemaFix.MIGRATE:
+        if exc.remedy is not Remedy.MIGRATE:
             raise
         structlog.get_logger("slot_expiration").warning(
             LogEvent.SCHEMA_BEHIND,
