@@ -30,6 +30,12 @@ def request_bytes(path: str, method: str = "GET", **headers: str) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
+def status_of(raw: bytes) -> int:
+    """The status code of a raw answer (`HTTP/1.x 400 Bad Request...`), whatever its version."""
+    _, status, _ = raw.split(b" ", 2)
+    return int(status)
+
+
 class WireClient:
     """One TCP connection to the endpoint."""
 

@@ -29,7 +29,6 @@ from slot_expiration.status.wording import count_of
 from slot_expiration.telemetry import configure_logging
 from slot_expiration.telemetry.native_stderr import native_stderr_logged
 from slot_expiration.worker import run_once, run_worker
-from slot_expiration.worker.open_files import raise_open_files_limit
 
 if TYPE_CHECKING:
     from slot_expiration.schema.migrate import MigrationOutcome
@@ -228,7 +227,6 @@ def run(**given: Any) -> None:
     with native_stderr_logged():
         configure_logging(settings.log_format)
         log_environment_warnings()
-        raise_open_files_limit()
         guarded(lambda: asyncio.run(run_worker(settings)), settings)
 
 

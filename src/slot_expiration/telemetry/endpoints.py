@@ -1,7 +1,8 @@
 """The worker's HTTP endpoint: /metrics, /healthz (liveness) and /readyz (readiness).
 
-It runs on the worker's own event loop, beside the polling loop, on the small
-server of `http_server` (capped connections, idle timeout, bad requests counted).
+It runs on the worker's own event loop, beside the polling loop, on aiohttp's server
+as `http_server` runs it (capped connections, a deadline for each request head, bad
+requests counted).
 /metrics negotiates its format and compression with prometheus_client's own rules.
 """
 

@@ -1,36 +1,45 @@
-"""A small HTTP/1.1 server on the running event loop that abusive clients cannot starve.
+"""The endpoint's HTTP server: aiohttp's, on the running event loop, its connections capped.
 
-h11 reads and writes HTTP; this module manages the connections, which is what
-failed under abuse with aiohttp (idle sockets piling up until the process had no
-file descriptor left for its database sessions):
+Where each guarantee comes from:
 
-- at most `max_connections` connections at once. A newcomer at the cap evicts the
-  connection idle the longest, so a probe still gets through while others hold idle
-  sockets; it is turned away only when every connection is in the middle of a request.
-- a connection has `idle_timeout_seconds` from its connect, or from its last response,
-  to send one complete request head. Bytes trickling in do not extend it (slowloris),
-  and a client that does not read its response is cut at the same deadline.
-- a malformed request is answered 400 (431 for an oversized head), closed and counted
-  through `on_bad_request`: never an ERROR line, at most a DEBUG one.
-
-asyncio accepts at most `ACCEPT_BATCH` connections per wake-up and an evicted socket is
-closed within a few loop turns, so the server holds at most about MAX_CONNECTIONS +
-4 x ACCEPT_BATCH sockets (128); up to `LISTEN_QUEUE` more wait in the kernel, costing
-no descriptor of ours.
+- HTTP/1.1 (parsing, keep-alive, pipelining, HEAD, 400 for bytes that are not a request):
+  aiohttp's low-level server, `aiohttp.web.Server`.
+- a deadline for each request head (slowloris): aiohttp's `keepalive_timeout`, armed at
+  connect and again after each answer, closes a connection that has not sent a whole
+  request head by then. Bytes trickling in do not extend it.
+- the head's size: aiohttp's parser refuses (400) a request line or a header line longer
+  than `MAX_LINE_BYTES`, or more than `MAX_HEADERS` header lines.
+- shutdown: aiohttp's. Idle connections are closed at once; an answer in progress gets
+  the timeout, then is cancelled.
+- malformed requests counted, never an ERROR line: aiohttp answers them itself and reports
+  each one, with the parser's error attached, to the logger it is given. That logger is
+  `_BadRequestLog`: it calls `on_bad_request` and logs a DEBUG line instead.
+- at most `max_connections` connections: aiohttp has no such limit, and nor has asyncio's
+  accept loop. Without one, idle sockets once took every file descriptor the worker had,
+  and its database sessions failed. So this module accepts connections itself, one at a
+  time, and hands each to aiohttp (`loop.connect_accepted_socket`). At the cap, a newcomer
+  closes the connection idle the longest (one that is not being answered), so a probe
+  still gets through while others hold idle sockets. A newcomer is turned away only when
+  every connection is being answered. Connections waiting in the kernel's listen queue (up
+  to `LISTEN_QUEUE`) hold no descriptor of ours. So the server holds the sockets of at
+  most `max_connections` connections, plus the one being accepted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import socket
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import suppress
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import Final
 
-import h11
 import structlog
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.log import server_logger
 
 # Far below any sane RLIMIT_NOFILE (1024 is the smallest soft limit in use): one
 # Prometheus, a kubelet's probes and a person with curl need a handful.
@@ -39,13 +48,16 @@ MAX_CONNECTIONS: Final = 64
 # sockets are reclaimed. A scraper's keep-alive connection idle longer than this
 # (Prometheus scrapes every 15-60 s) is closed and reopened: one cheap connect.
 IDLE_TIMEOUT_SECONDS: Final = 10.0
-# Request line plus headers; ours are short paths and a scraper's few headers.
-MAX_REQUEST_HEAD_BYTES: Final = 8 * 1024
-# How many connections asyncio accepts per wake-up (its `backlog`): what bounds the
-# sockets accepted but not yet counted against the cap.
-ACCEPT_BATCH: Final = 16
-# Connections the kernel keeps waiting to be accepted; they hold no descriptor of ours.
+# The request line and each header line; ours are short paths and a scraper's few
+# headers. With MAX_HEADERS, a connection buffers at most about 260 KiB of head.
+MAX_LINE_BYTES: Final = 8 * 1024
+MAX_HEADERS: Final = 32
+# Connections the kernel keeps waiting to be accepted; they hold no descriptor of ours,
+# and a burst of connects (a probe among them) waits here rather than in SYN retries.
 LISTEN_QUEUE: Final = 1024
+# After accept() fails for want of descriptors or memory, as long as asyncio's own
+# servers wait: the connections wait in the listen queue meanwhile.
+ACCEPT_RETRY_SECONDS: Final = 1.0
 
 _log = structlog.get_logger("slot_expiration")
 
@@ -54,7 +66,6 @@ _log = structlog.get_logger("slot_expiration")
 class Limits:
     max_connections: int = MAX_CONNECTIONS
     idle_timeout_seconds: float = IDLE_TIMEOUT_SECONDS
-    max_request_head_bytes: int = MAX_REQUEST_HEAD_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,253 +92,176 @@ def _nothing() -> None:
     pass
 
 
+class _BadRequestLog(logging.Logger):
+    """The logger aiohttp's server reports to. A request aiohttp refused as malformed
+    comes with the parser's error: it is counted and logged at DEBUG (bytes anyone can
+    send must not fill the log). Anything else goes on to aiohttp's own logger."""
+
+    def __init__(self, on_bad_request: Callable[[], None]) -> None:
+        # DEBUG: aiohttp reports bytes that are not HTTP at all (a TLS hello) at DEBUG.
+        super().__init__("slot_expiration.endpoint", logging.DEBUG)
+        self._on_bad_request = on_bad_request
+
+    def handle(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            self._on_bad_request()
+            # The class only: the message may quote the request's bytes, a header's value.
+            _log.debug("endpoint.bad_request", reason=type(error).__name__)
+        elif server_logger.isEnabledFor(record.levelno):
+            server_logger.handle(record)
+
+
 class _Pool:
-    """Every open connection, and the idle ones (no request being answered) oldest first."""
+    """The connections handed to aiohttp: their count, and which are idle, oldest first."""
 
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
+    def __init__(self, server: web.Server, max_connections: int) -> None:
+        self._server = server
+        self._max_connections = max_connections
+        # Open connections, the one idle the longest first; `_busy` are being answered.
+        self._open: OrderedDict[web.RequestHandler, asyncio.Transport] = OrderedDict()
+        self._busy: set[web.RequestHandler] = set()
         self.closing = False
-        self.open: set[_Connection] = set()
-        self.idle: OrderedDict[_Connection, None] = OrderedDict()
-        self.empty = asyncio.Event()
-        self.empty.set()
 
-    def admit(self, connection: _Connection) -> bool:
-        """Make room by evicting the oldest idle connection; False when there is none."""
-        if self.closing:
+    def make_room(self) -> bool:
+        """Room for one more, the oldest idle connection closed if need be; False when
+        every connection is being answered."""
+        still_open = set(self._server.connections)  # aiohttp forgets a connection once closed
+        for gone in [c for c in self._open if c not in still_open]:
+            del self._open[gone]
+            self._busy.discard(gone)
+        if len(self._open) < self._max_connections:
+            return True
+        oldest_idle = next((c for c in self._open if c not in self._busy), None)
+        if oldest_idle is None:
             return False
-        if len(self.open) >= self.limits.max_connections:
-            if not self.idle:
-                return False
-            oldest = next(iter(self.idle))
-            _log.debug("endpoint.connection_evicted")
-            oldest.abort()
-        self.open.add(connection)
-        self.empty.clear()
+        _log.debug("endpoint.connection_evicted")
+        # Abort, not close: an answer the client never read must not keep the socket.
+        self._open.pop(oldest_idle).abort()
         return True
 
-    def waiting(self, connection: _Connection) -> None:
-        self.idle[connection] = None
-        self.idle.move_to_end(connection)
+    def add(self, connection: web.RequestHandler, transport: asyncio.Transport) -> None:
+        self._open[connection] = transport
 
-    def busy(self, connection: _Connection) -> None:
-        self.idle.pop(connection, None)
+    def busy(self, connection: web.RequestHandler) -> None:
+        self._busy.add(connection)
 
-    def forget(self, connection: _Connection) -> None:
-        self.idle.pop(connection, None)
-        self.open.discard(connection)
-        if not self.open:
-            self.empty.set()
+    def idle(self, connection: web.RequestHandler) -> None:
+        self._busy.discard(connection)
+        if connection in self._open:
+            self._open.move_to_end(connection)
 
-    async def drain(self, timeout_seconds: float) -> None:
-        """Close idle connections now, let requests in progress finish within the timeout."""
-        self.closing = True
-        for connection in list(self.idle):
-            connection.abort()
-        with suppress(TimeoutError):
-            async with asyncio.timeout(timeout_seconds):
-                await self.empty.wait()
-        answering = [c.task for c in self.open if c.task is not None]
-        for connection in list(self.open):
-            connection.abort()
-        await asyncio.gather(*answering, return_exceptions=True)
-
-
-class _Connection(asyncio.Protocol):
-    """One client: h11 parses, this decides when to read, answer, wait and close."""
-
-    def __init__(self, handler: Handler, pool: _Pool, on_bad_request: Callable[[], None]) -> None:
-        self._handler = handler
-        self._pool = pool
-        self._on_bad_request = on_bad_request
-        self._http = h11.Connection(
-            h11.SERVER, max_incomplete_event_size=pool.limits.max_request_head_bytes
-        )
-        self._transport: asyncio.Transport | None = None
-        self._deadline: asyncio.TimerHandle | None = None
-        self._request: Request | None = None
-        self._head_bytes = 0  # received since the last answer, before a head was whole
-        self._can_write = True
-        self.task: asyncio.Task[None] | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = cast(asyncio.Transport, transport)
-        if not self._pool.admit(self):
-            _log.debug("endpoint.connection_refused")
-            self._transport.abort()
-            return
-        self._wait_for_request()
-
-    def data_received(self, data: bytes) -> None:
-        # h11 bounds only a head still incomplete: a whole oversized one in one read
-        # would pass it, so the bytes before a head are counted here too.
-        if self._request is None and self.task is None:
-            self._head_bytes += len(data)
-            if self._head_bytes > self._pool.limits.max_request_head_bytes:
-                self._reject(h11.RemoteProtocolError("request head too large", 431))
-                return
-        self._http.receive_data(data)
-        self._advance()
-
-    def eof_received(self) -> bool:
-        self._http.receive_data(b"")
-        self._advance()
-        return True  # a request sent before a half-close is still answered
-
-    def pause_writing(self) -> None:
-        self._can_write = False
-
-    def resume_writing(self) -> None:
-        self._can_write = True
-        self._advance()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._pool.forget(self)
-        self._stop_deadline()
-        if self.task is not None:
-            self.task.cancel()
-
-    def abort(self) -> None:
-        """Close at once, unsent bytes dropped (eviction, idle deadline, shutdown)."""
-        self._pool.forget(self)
-        self._stop_deadline()
-        if self._transport is not None:
-            self._transport.abort()
-
-    def _wait_for_request(self) -> None:
-        self._pool.waiting(self)
-        self._stop_deadline()
-        loop = asyncio.get_running_loop()
-        self._deadline = loop.call_later(self._pool.limits.idle_timeout_seconds, self._expire)
-        assert self._transport is not None
-        self._transport.resume_reading()
-
-    def _expire(self) -> None:
-        _log.debug("endpoint.connection_idle_timeout")
-        self.abort()
-
-    def _stop_deadline(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
-    def _advance(self) -> None:
-        """Read events until a request is complete, or more bytes are needed."""
-        assert self._transport is not None
-        while self.task is None and self._can_write and not self._transport.is_closing():
-            try:
-                event = self._http.next_event()
-            except h11.RemoteProtocolError as error:
-                self._reject(error)
-                return
-            if event is h11.NEED_DATA or event is h11.PAUSED:
-                return
-            if isinstance(event, h11.ConnectionClosed):
-                self._transport.close()
-            elif isinstance(event, h11.Request):
-                self._request = _request_of(event)
-            elif isinstance(event, h11.EndOfMessage) and self._request is not None:
-                self._start(self._request)
-            # h11.Data: a body nobody asked for, dropped.
-
-    def _start(self, request: Request) -> None:
-        assert self._transport is not None
-        self._pool.busy(self)
-        self._stop_deadline()
-        # Pipelined bytes wait in the kernel, not in our buffer, while this one is answered.
-        self._transport.pause_reading()
-        self.task = asyncio.get_running_loop().create_task(self._answer(request))
-
-    async def _answer(self, request: Request) -> None:
-        try:
-            reply = await self._handler(request)
-        # A bug of ours, not the client's: logged, answered 500, and the connection goes
-        # on (an unanswered one would stay busy, never evictable).
-        except Exception:  # noqa: BLE001 - logged with its traceback just below
-            _log.exception("endpoint.handler_failed", path=request.path)
-            reply = Reply(500, "text/plain; charset=utf-8", b"internal error\n")
-        self.task = None
-        assert self._transport is not None
-        if not self._transport.is_closing():  # the client may have gone meanwhile
-            self._respond(request.method, reply)
-
-    def _respond(self, method: str, reply: Reply) -> None:
-        assert self._transport is not None
-        headers = [
-            ("content-type", reply.content_type),
-            ("content-length", str(len(reply.body))),
-            *reply.headers,
-        ]
-        if self._pool.closing:
-            headers.append(("connection", "close"))
-        data = self._http.send(h11.Response(status_code=reply.status, headers=headers))
-        if method != "HEAD":
-            data += self._http.send(h11.Data(data=reply.body))
-        self._transport.write(data + self._http.send(h11.EndOfMessage()))
-        self._next_cycle()
-
-    def _next_cycle(self) -> None:
-        """Keep the connection for the client's next request, or close it after this one."""
-        assert self._transport is not None
-        self._request = None
-        self._head_bytes = 0
-        # Idle again: evictable, and cut at the deadline if it does not read its answer.
-        self._wait_for_request()
-        if self._http.our_state is not h11.DONE or self._http.their_state is not h11.DONE:
-            self._transport.close()
-            return
-        self._http.start_next_cycle()
-        self._advance()  # a pipelined request may already be buffered
-
-    def _reject(self, error: h11.RemoteProtocolError) -> None:
-        """Answer a malformed request with h11's status hint and close; count it."""
-        assert self._transport is not None
-        self._on_bad_request()
-        _log.debug("endpoint.bad_request", reason=str(error))
-        headers = [("connection", "close"), ("content-length", "0")]
-        try:
-            data = self._http.send(
-                h11.Response(status_code=error.error_status_hint, headers=headers)
-            )
-            data += self._http.send(h11.EndOfMessage())
-        except h11.LocalProtocolError:  # no state to answer from: just go
-            self.abort()
-            return
-        self._transport.write(data)
-        self._transport.close()
-
-
-def _request_of(event: h11.Request) -> Request:
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in event.headers:
-        name, value = raw_name.decode("ascii"), raw_value.decode("latin-1")
-        headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    target = event.target.decode("ascii", errors="replace")
-    path, _, query = target.partition("?")
-    return Request(event.method.decode("ascii"), path, headers, query)
+    def abort_all(self) -> None:
+        for transport in self._open.values():
+            transport.abort()
+        self._open.clear()
 
 
 class HttpServer:
-    """A listening server and its connections."""
+    """Listening sockets, the connections accepted from them, and aiohttp answering."""
 
-    def __init__(self, server: asyncio.Server, pool: _Pool) -> None:
-        self._server = server
-        self._pool = pool
+    def __init__(self, handler: Handler, limits: Limits, on_bad_request: Callable[[], None]):
+        self._handler = handler
+        self._server = web.Server(
+            self._answer,
+            keepalive_timeout=limits.idle_timeout_seconds,
+            max_line_size=MAX_LINE_BYTES,
+            max_field_size=MAX_LINE_BYTES,
+            max_headers=MAX_HEADERS,
+            logger=_BadRequestLog(on_bad_request),
+            access_log=None,
+        )
+        self._pool = _Pool(self._server, limits.max_connections)
+        self._listeners: list[socket.socket] = []
+        self._accepting: list[asyncio.Task[None]] = []
 
     @property
     def port(self) -> int:
         """The bound port (the one the system chose for port 0)."""
-        return int(self._server.sockets[0].getsockname()[1])
+        return int(self._listeners[0].getsockname()[1])
 
     @property
     def connections(self) -> int:
-        return len(self._pool.open)
+        return len(self._server.connections)
+
+    async def listen(self, host: str, port: int) -> None:
+        """Bind every address `host` resolves to (OSError when one cannot be) and accept."""
+        loop = asyncio.get_running_loop()
+        found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        try:
+            for family, *_, address in dict.fromkeys(found):
+                listener = socket.create_server(address, family=family, backlog=LISTEN_QUEUE)
+                listener.setblocking(False)
+                self._listeners.append(listener)
+        except OSError:
+            self._close_listeners()
+            raise
+        self._accepting = [loop.create_task(self._accept(each)) for each in self._listeners]
 
     async def close(self, timeout_seconds: float) -> None:
-        """Stop listening, close idle connections, let requests in progress finish."""
-        self._server.close()
-        await self._pool.drain(timeout_seconds)
-        await self._server.wait_closed()
+        """Stop listening, close idle connections, let answers in progress finish."""
+        for task in self._accepting:
+            task.cancel()
+        await asyncio.gather(*self._accepting, return_exceptions=True)
+        self._close_listeners()
+        self._pool.closing = True
+        self._server.pre_shutdown()
+        await self._server.shutdown(timeout_seconds)
+        self._pool.abort_all()  # what still holds a socket: an answer its client never read
+
+    def _close_listeners(self) -> None:
+        for listener in self._listeners:
+            listener.close()
+
+    async def _accept(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, _ = await loop.sock_accept(listener)
+            except ConnectionAbortedError:  # gone before we took it
+                continue
+            except OSError as error:  # out of descriptors or memory: it waits in the queue
+                reason = os.strerror(error.errno) if error.errno else str(error)
+                _log.warning("endpoint.accept_failed", reason=reason)
+                await asyncio.sleep(ACCEPT_RETRY_SECONDS)
+                continue
+            if not self._pool.make_room():
+                _log.debug("endpoint.connection_refused")
+                sock.close()
+                continue
+            try:
+                transport, connection = await loop.connect_accepted_socket(self._server, sock)
+            except OSError:
+                sock.close()
+                continue
+            self._pool.add(connection, transport)
+
+    async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
+        connection = request.protocol
+        self._pool.busy(connection)
+        try:
+            reply = await self._handler(_request_of(request))
+        # A bug of ours, not the client's: logged, answered 500, and the connection goes on.
+        except Exception:  # noqa: BLE001 - logged with its traceback just below
+            _log.exception("endpoint.handler_failed", path=request.path)
+            reply = Reply(500, "text/plain; charset=utf-8", b"internal error\n")
+        finally:
+            # Answered: evictable from now on, even while the answer is being written
+            # to a client that does not read it.
+            self._pool.idle(connection)
+        response = web.Response(
+            status=reply.status,
+            body=reply.body,
+            headers={"content-type": reply.content_type, **dict(reply.headers)},
+        )
+        if self._pool.closing:
+            response.force_close()
+        return response
+
+
+def _request_of(request: web.BaseRequest) -> Request:
+    headers = {name.lower(): ", ".join(request.headers.getall(name)) for name in request.headers}
+    return Request(request.method, request.path, headers, request.rel_url.raw_query_string)
 
 
 async def start_server(
@@ -339,21 +273,6 @@ async def start_server(
     on_bad_request: Callable[[], None] = _nothing,
 ) -> HttpServer:
     """Listen on host:port (OSError when it cannot) and answer each request with `handler`."""
-    pool = _Pool(limits or Limits())
-    server = await asyncio.get_running_loop().create_server(
-        lambda: _Connection(handler, pool, on_bad_request), host, port, backlog=ACCEPT_BATCH
-    )
-    _lengthen_listen_queue(server)
-    return HttpServer(server, pool)
-
-
-def _lengthen_listen_queue(server: asyncio.Server) -> None:
-    """asyncio listens with its accept batch as the kernel's queue: a burst of connects
-    beyond 16 would see SYNs dropped and retried a second later, probes included. Waiting
-    connections hold no descriptor of ours, so the queue can be long."""
-    for listening in server.sockets:
-        raw = socket.socket(fileno=listening.fileno())  # the same socket, not a copy
-        try:
-            raw.listen(LISTEN_QUEUE)
-        finally:
-            raw.detach()  # asyncio still owns it: do not close it with this object
+    server = HttpServer(handler, limits or Limits(), on_bad_request)
+    await server.listen(host, port)
+    return server

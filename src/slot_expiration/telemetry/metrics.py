@@ -186,7 +186,7 @@ class Metrics:
         )
         self.http_bad_requests = Counter(
             f"{PREFIX}_http_bad_requests",
-            "Malformed HTTP requests to the endpoint, answered 400 (431 for an oversized head) "
+            "Malformed HTTP requests to the endpoint (an oversized head included), answered 400 "
             "and closed.",
             registry=registry,
         )

@@ -1,4 +1,4 @@
-"""`slot-expiration ui`'s server: the page on the worker endpoint's own small server.
+"""`slot-expiration ui`'s server: the page on the worker endpoint's server (`http_server`).
 
 Read-only by construction: GET and HEAD only, one read-only transaction per page,
 no state between requests. Optional HTTP basic authentication (compared in
