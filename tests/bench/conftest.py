@@ -8,6 +8,11 @@ from pathlib import Path
 
 import pytest
 
+# The smoke runs of the benchmark's command line take the end-to-end tier's URLs.
+from tests.e2e.conftest import closed_port, secret_url
+
+__all__ = ["closed_port", "secret_url"]
+
 HERE = Path(__file__).resolve().parent
 
 
