@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import io
 import threading
-from typing import Final, TextIO, cast
+from typing import TYPE_CHECKING, Final, TextIO, cast
 
 import click
-from click._termui_impl import ProgressBar
 
 from slot_expiration.expiry import BatchCommitted, CycleEnded, DrainProgress, DrainStarted
 from slot_expiration.loop import Event
 from slot_expiration.options import CycleOptions
 from slot_expiration.status.wording import age_text
+
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar  # what click.progressbar returns
 
 # Back to the line's start, and erase it: where a log line goes while the bar is drawn.
 ERASE_LINE: Final = "\r\033[K"
@@ -83,7 +85,7 @@ class DrainBar:
         )
         with self._lock:
             self._bar, self._drain = bar, None
-            bar.update(0, "starting")
+            self._draw(bar, "starting")
 
     def _advance(self, drain: DrainProgress) -> None:
         with self._lock:
@@ -100,8 +102,15 @@ class DrainBar:
                 return
             # A changed line: Click draws it again even where a log line had just erased it.
             pace = "" if self._drain is None else f"{pace_text(self._drain)}, "
-            bar.update(0, f"{pace}{how}")
+            self._draw(bar, f"{pace}{how}")
             bar.render_finish()
+
+    @staticmethod
+    def _draw(bar: ProgressBar[str], item: str) -> None:
+        """The bar with `item` beside it, where it stands (Click's update draws only a step
+        forward)."""
+        bar.current_item = item
+        bar.render_progress()
 
     def write_line(self, text: str, *, at_line_start: bool) -> None:
         with self._lock:

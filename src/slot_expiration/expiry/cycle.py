@@ -17,7 +17,7 @@ from slot_expiration.db import (
     Transaction,
 )
 from slot_expiration.domain import CycleOutcome, utc_now
-from slot_expiration.expiry.drain import DRAIN_COUNT_CAP, DrainProgress
+from slot_expiration.expiry.drain import DRAIN_COUNT_CAP, DrainWatch
 from slot_expiration.expiry.events import (
     BacklogMeasured,
     BatchCommitted,
@@ -57,14 +57,6 @@ class _Pending:
     started: float
     selection: Selection
     record: Record
-
-
-@dataclass(frozen=True, slots=True)
-class _Drain:
-    """A drain under way: the backlog it counted at its start, and when (monotonic)."""
-
-    backlog: int
-    started: float
 
 
 class ExpiryCycle:
@@ -163,7 +155,8 @@ class ExpiryCycle:
 
         def record(batch: BatchResult) -> None:
             run.progress.add(batch)
-            run.emit(BatchCommitted(run.run_id, batch, self._drain_progress(drain, run)))
+            progress = None if drain is None else drain.progress(run.progress.expired_count)
+            run.emit(BatchCommitted(run.run_id, batch, progress))
 
         after: Position | None = None  # where the previous batch's window ended
         while True:
@@ -186,7 +179,7 @@ class ExpiryCycle:
                 if run.stop_requested():
                     return StopReason.STOP_REQUESTED
 
-    async def _drain_started(self, store: CycleStore, run: CycleRun) -> _Drain | None:
+    async def _drain_started(self, store: CycleStore, run: CycleRun) -> DrainWatch | None:
         """A drain first counts the rows due at its as_of (up to DRAIN_COUNT_CAP): what its
         progress's rate and ETA are read against. A cycle of one batch counts nothing."""
         if self._limits.max_batches == 1:
@@ -194,13 +187,7 @@ class ExpiryCycle:
         async with store.transaction():
             backlog = await store.count_backlog_capped(run.as_of, DRAIN_COUNT_CAP)
         run.emit(DrainStarted(run.run_id, backlog))
-        return _Drain(backlog, self._monotonic())
-
-    def _drain_progress(self, drain: _Drain | None, run: CycleRun) -> DrainProgress | None:
-        if drain is None:
-            return None
-        seconds = self._monotonic() - drain.started
-        return DrainProgress(drain.backlog, run.progress.expired_count, seconds)
+        return DrainWatch(backlog, self._monotonic)
 
     def _stop_reason(
         self, run: CycleRun, batch: BatchResult, next_batch_seconds: float
