@@ -19,7 +19,7 @@ import click
 from slot_expiration.expiry import BatchCommitted, CycleEnded, DrainProgress, DrainStarted
 from slot_expiration.loop import Event
 from slot_expiration.options import CycleOptions
-from slot_expiration.status.wording import age_text
+from slot_expiration.status.wording import age_text, rate_text
 
 if TYPE_CHECKING:
     from click._termui_impl import ProgressBar  # what click.progressbar returns
@@ -42,7 +42,7 @@ def pace_text(drain: DrainProgress) -> str:
     rate, eta = drain.rows_per_second, drain.eta_seconds
     if rate is None:
         return "starting"
-    text = f"{rate:,.0f} rows/s"
+    text = rate_text(rate)
     if eta is not None:
         text += f", ETA {'>' if drain.capped else ''}{age_text(eta)}"
     return text

@@ -26,7 +26,7 @@ from slot_expiration.options import (
     WorkerOptions,
 )
 from slot_expiration.schema.version import HEAD_REVISION
-from slot_expiration.status.wording import count_of
+from slot_expiration.status.wording import count_of, left_text
 from slot_expiration.telemetry import configure_logging
 from slot_expiration.telemetry.native_stderr import native_stderr_logged
 from slot_expiration.worker import run_once, run_worker
@@ -251,8 +251,7 @@ def _left_text(result: CycleResult) -> str:
     """`51,500 left`; `at least 100,000 left` past the count's cap."""
     if result.backlog is None:
         return "what is left was not counted"
-    at_least = "at least " if result.backlog >= BACKLOG_COUNT_CAP else ""
-    return f"{at_least}{result.backlog:,} left"
+    return left_text(result.backlog, result.backlog >= BACKLOG_COUNT_CAP)
 
 
 def _one_line(result: CycleResult) -> str:
