@@ -124,6 +124,13 @@ def test_a_drains_batch_line_carries_its_rate_eta_and_what_is_left() -> None:
     assert line["eta_seconds"] == 37.2
 
 
+def test_a_drain_with_nothing_due_logs_no_drain_line() -> None:
+    with capture_logs() as logs:
+        LogSink()(DrainStarted(uuid4(), 0))
+
+    assert logs == []
+
+
 def test_a_batch_of_a_cycle_of_one_batch_carries_no_drain_figures() -> None:
     with capture_logs() as logs:
         LogSink()(BatchCommitted(uuid4(), batch(expired=5)))
@@ -246,6 +253,7 @@ def test_the_last_line_says_a_signal_stopped_it() -> None:
 
 def test_the_last_line_of_a_drain_that_took_everything_says_so() -> None:
     assert _stopped(StopReason.DRAINED, 0) == "drained: nothing left due"
+    assert _stopped(StopReason.DRAINED, None) == "drained: what is left was not counted"
     assert _stopped(StopReason.DRAINED, 12) == (
         "drained what it could: 12 left, locked by other transactions or waiting in "
         "quarantine (see `slot-expiration status`)"

@@ -241,6 +241,8 @@ def stop_line(result: CycleResult, settings: CycleOptions) -> str:
         case _:  # drained: the last batch came back short
             if result.backlog == 0:
                 return "drained: nothing left due"
+            if result.backlog is None:
+                return f"drained: {left}"
             return (
                 f"drained what it could: {left}, locked by other transactions or waiting "
                 "in quarantine (see `slot-expiration status`)"

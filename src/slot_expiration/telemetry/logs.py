@@ -80,7 +80,8 @@ class LogSink:
                 self._log.warning(
                     LogEvent.CLOCK_BEHIND, run_id=str(run_id), clock_skew_seconds=round(skew, 3)
                 )
-            case DrainStarted(run_id, backlog):
+            case DrainStarted(run_id, backlog) if backlog > 0:
+                # Nothing due is no drain: no line at each idle tick of a replica draining.
                 self._log.info(
                     LogEvent.DRAIN_STARTED,
                     run_id=str(run_id),
