@@ -38,7 +38,7 @@ def drain_bar(options: CycleOptions, terminal: TextIO) -> DrainBar | None:
 
 def pace_text(drain: DrainProgress) -> str:
     """`8,812 rows/s, ETA 6s` (`ETA >1m 4s` when the count at the start stopped at its cap);
-    the rate alone until a row was expired."""
+    `starting` before any time has passed, the rate alone until a row was expired."""
     rate, eta = drain.rows_per_second, drain.eta_seconds
     if rate is None:
         return "starting"
@@ -72,10 +72,10 @@ class DrainBar:
                 self._end(f"ended in {age_text(result.duration_ms / 1000.0)}")
 
     def _start(self, started: DrainStarted) -> None:
-        more = "more than " if started.capped else ""
+        at_least = "at least " if started.capped else ""
         bar: ProgressBar[str] = click.progressbar(
             length=started.backlog,
-            label=f"draining {more}{started.backlog:,} due",
+            label=f"draining {at_least}{started.backlog:,} due",
             show_eta=False,  # the drain's own ETA, as the logs give it, is in the item
             show_pos=True,
             show_percent=True,
