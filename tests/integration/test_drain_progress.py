@@ -148,14 +148,14 @@ async def test_status_reads_the_drains_rate_and_eta_from_the_history_and_its_bac
     await db.conn.execute(DUE_BACKLOG, {"now": now, "count": 3_000})
     # Three cycles a minute apart, 30 s each: 6,000 rows from the first one's start
     # (2 min 30 s ago) to the latest one's end (now): 40 rows/s.
-    ends = [now - timedelta(minutes=2), now - timedelta(minutes=1), now]
+    ends = {now - timedelta(minutes=2): 7_000, now - timedelta(minutes=1): 5_000, now: 3_000}
     cycles = [
-        replace(cycle_record(end, expired=2_000, backlog=3_000), duration_ms=30_000.0)
-        for end in ends
+        replace(cycle_record(end, expired=2_000, backlog=left), duration_ms=30_000.0)
+        for end, left in ends.items()
     ]
     # Twenty minutes before: out of the pace's window (three of the default 5-minute
-    # intervals), it counts for nothing.
-    cycles.append(cycle_record(now - timedelta(minutes=20), expired=99_000))
+    # intervals), it counts for nothing; the backlog's trend reads it (coming down).
+    cycles.append(cycle_record(now - timedelta(minutes=20), expired=99_000, backlog=9_000))
     async with HistoryStore.connect(db.url, _LIMITS) as store, store.transaction():
         for record in cycles:
             await store.record(record)
@@ -167,12 +167,34 @@ async def test_status_reads_the_drains_rate_and_eta_from_the_history_and_its_bac
         "eta_seconds": 75.0,
         "left": 3_000,
         "left_capped": False,
+        "coming_down": True,
         "expired": 6_000,
         "seconds": 150.0,
         "window_seconds": 900.0,
     }
     (line,) = [line for line in render_text(report).splitlines() if line.startswith("drain")]
     assert line.split(maxsplit=1)[1] == "40 rows/s over the last 15m 0s, 3,000 left, ETA 1m 15s"
+
+
+async def test_status_gives_no_eta_while_the_backlog_is_not_coming_down(
+    db: SlotDatabase,
+) -> None:
+    now = datetime.now(UTC)
+    await db.conn.execute(DUE_BACKLOG, {"now": now, "count": 3_000})
+    # Each cycle expires 2,000 and leaves 3,000: slots fall due as fast as they go.
+    async with HistoryStore.connect(db.url, _LIMITS) as store, store.transaction():
+        for minutes in (20, 10, 0):
+            end = now - timedelta(minutes=minutes)
+            await store.record(cycle_record(end, expired=2_000, backlog=3_000))
+
+    report = await collect_status(db.url, batch_size=500)
+
+    drain = report.as_json()["drain"]
+    assert (drain["coming_down"], drain["eta_seconds"], drain["left"]) == (False, None, 3_000)
+    (line,) = [line for line in render_text(report).splitlines() if line.startswith("drain")]
+    assert line.endswith(
+        "3,000 left, no ETA: the backlog is not coming down (slots fall due as fast)"
+    )
 
 
 async def test_status_says_no_drain_is_in_progress_when_nothing_is_due(db: SlotDatabase) -> None:

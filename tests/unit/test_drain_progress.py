@@ -193,8 +193,10 @@ def test_the_deployments_pace_is_what_recent_cycles_expired_from_first_start_to_
     assert recent_pace([], timedelta(minutes=10)) is None
 
 
-def _health(backlog: int | Unreadable, pace: Pace | None) -> Health:
-    cycles = CycleSummary(None, None, (), pace=pace, pace_window=timedelta(minutes=10))
+def _health(backlog: int | Unreadable, pace: Pace | None, change: int | None = None) -> Health:
+    cycles = CycleSummary(
+        None, None, (), backlog_change=change, pace=pace, pace_window=timedelta(minutes=10)
+    )
     return Health(AS_OF, "0007", Unreadable("x", None), cycles, backlog, Unreadable("x", None))
 
 
@@ -202,6 +204,16 @@ def test_status_and_the_page_say_the_drains_rate_left_and_eta() -> None:
     health = _health(51_500, Pace(60_000, 600.0))
 
     assert drain_text(health) == "100 rows/s over the last 10m 0s, 51,500 left, ETA 8m 35s"
+
+
+def test_a_backlog_that_is_not_coming_down_has_no_eta_however_fast_slots_go() -> None:
+    for change in (0, 250):
+        assert drain_text(_health(51_500, Pace(60_000, 600.0), change)) == (
+            "100 rows/s over the last 10m 0s, 51,500 left, "
+            "no ETA: the backlog is not coming down (slots fall due as fast)"
+        )
+    coming_down = drain_text(_health(51_500, Pace(60_000, 600.0), -4_000))
+    assert coming_down.endswith(", ETA 8m 35s")
 
 
 def test_a_backlog_past_the_count_cap_gives_an_eta_of_at_least() -> None:

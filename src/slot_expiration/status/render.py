@@ -145,7 +145,9 @@ def drain_text(health: Health) -> str:
         f"{rate_text(rate or 0.0)} over the last {over}",
         left_text(drain.left, drain.capped),
     ]
-    if eta is not None:
+    if not drain.coming_down:
+        parts.append("no ETA: the backlog is not coming down (slots fall due as fast)")
+    elif eta is not None:
         parts.append(f"ETA {'at least ' if drain.capped else ''}{age_text(eta)}")
     # What else held the drain back (the time it was throttled, and by what) goes here.
     return ", ".join(parts)

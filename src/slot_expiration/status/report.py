@@ -158,22 +158,28 @@ class Health:
             return self.cycles
         if isinstance(self.backlog, Unreadable):
             return self.backlog
-        pace = self.cycles.pace
-        if self.backlog == 0 or pace is None or pace.rows == 0:
+        cycles = self.cycles
+        if self.backlog == 0 or cycles.pace is None or cycles.pace.rows == 0:
             return None
-        return Drain(pace, self.cycles.pace_window, self.backlog, self.backlog_capped)
+        coming_down = cycles.backlog_change is None or cycles.backlog_change < 0
+        return Drain(
+            cycles.pace, cycles.pace_window, self.backlog, self.backlog_capped, coming_down
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class Drain:
     """A drain in progress as `status` and the page tell it: the pace of the cycles of the
     last `window` (wall-clock time, the intervals between cycles included), the backlog
-    counted now (`capped`: at least that), and when it is gone at that pace."""
+    counted now (`capped`: at least that), and when it is gone at that pace. The pace counts
+    what was expired, not what fell due meanwhile: while the backlog's trend shows it not
+    coming down (`coming_down` False: slots fall due as fast as they go), there is no ETA."""
 
     pace: Pace
     window: timedelta
     left: int
     capped: bool
+    coming_down: bool
 
     @property
     def rows_per_second(self) -> float | None:
@@ -181,7 +187,7 @@ class Drain:
 
     @property
     def eta_seconds(self) -> float | None:
-        return self.pace.eta_seconds(self.left)
+        return self.pace.eta_seconds(self.left) if self.coming_down else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -513,6 +519,7 @@ def _drain_json(drain: Drain | Unreadable | None) -> dict[str, Any] | None:
         "eta_seconds": None if eta is None else round(eta, 3),
         "left": drain.left,
         "left_capped": drain.capped,
+        "coming_down": drain.coming_down,
         "expired": drain.pace.rows,
         "seconds": round(drain.pace.seconds, 3),
         "window_seconds": drain.window.total_seconds(),
