@@ -8,7 +8,10 @@ import asyncio
 import os
 import pty
 import re
+import select
+import signal
 import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,9 +35,9 @@ async def _due(db: SlotDatabase, count: int) -> None:
     await db.conn.execute(DUE_BACKLOG, {"now": datetime.now(UTC), "count": count})
 
 
-def _on_a_terminal(*args: str) -> tuple[int, str]:
+def _on_a_terminal(*args: str, stop_at: str | None = None) -> tuple[int, str]:
     """`slot-expiration <args>` with its stdout and stderr on a pseudo-terminal; its exit
-    status and all it wrote there."""
+    status and all it wrote there. Once it wrote `stop_at`, it gets SIGTERM."""
     leader, follower = pty.openpty()
     process = None
     try:
@@ -47,8 +50,11 @@ def _on_a_terminal(*args: str) -> tuple[int, str]:
         )
         os.close(follower)
         follower = -1
-        chunks = []
-        while True:
+        chunks: list[bytes] = []
+        deadline = time.monotonic() + TERMINAL_TIMEOUT_SECONDS
+        while (left := deadline - time.monotonic()) > 0:
+            if not select.select([leader], [], [], left)[0]:
+                continue  # the deadline passed: the assertion below says what was seen
             try:
                 chunk = os.read(leader, 65536)
             except OSError:  # EIO: the last writer closed the terminal
@@ -56,7 +62,12 @@ def _on_a_terminal(*args: str) -> tuple[int, str]:
             if not chunk:
                 break
             chunks.append(chunk)
-        return process.wait(TERMINAL_TIMEOUT_SECONDS), b"".join(chunks).decode()
+            if stop_at is not None and stop_at.encode() in b"".join(chunks):
+                process.send_signal(signal.SIGTERM)
+                stop_at = None
+        shown = b"".join(chunks).decode()
+        assert process.poll() is not None or left > 0, f"still running after the deadline: {shown}"
+        return process.wait(TERMINAL_TIMEOUT_SECONDS), shown
     finally:
         if process is not None and process.poll() is None:
             process.kill()
@@ -86,6 +97,28 @@ async def test_a_drain_on_a_terminal_shows_a_bar_with_its_rate_and_eta_then_why_
     lines = [line for line in plain.split("\n") if line.strip()]
     assert lines[-2].startswith("expired 3000 in 7 batches, "), shown
     assert lines[-1] == "drained: nothing left due", shown
+
+
+async def test_run_on_a_terminal_draws_a_bar_for_each_drain(db: SlotDatabase) -> None:
+    await _due(db, 3_000)
+
+    code, shown = await asyncio.to_thread(
+        _on_a_terminal,
+        "run",
+        *DRAIN,
+        "--interval-seconds",
+        "1",
+        "--database-url",
+        db.url,
+        stop_at="ended in ",
+    )
+
+    assert code == 0, shown
+    plain = CONTROL.sub("", shown).replace("\r\n", "\n")
+    frames = [frame for line in plain.split("\n") for frame in line.split("\r")]
+    bars = [frame for frame in frames if frame.startswith("draining 3,000 due")]
+    assert re.search(r"3000/3000 +100%.* rows/s, ETA 0s, ended in ", bars[-1]), shown
+    assert '"event": "worker.stopped"' in plain, shown
 
 
 async def test_off_a_terminal_there_is_no_bar_only_json_lines_that_carry_rate_and_eta(
