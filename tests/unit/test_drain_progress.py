@@ -186,11 +186,17 @@ def _row(minutes: float, expired: int, duration_s: float = 30.0, instance: str =
 def test_the_deployments_pace_is_what_recent_cycles_expired_from_first_start_to_last_end() -> None:
     rows = [_row(-30, 99_999), _row(-9, 3_000), _row(-4, 3_000), _row(0, 3_000, instance="b")]
 
-    pace = recent_pace(rows, timedelta(minutes=10))
+    pace = recent_pace(rows, AS_OF - timedelta(minutes=10))
 
     # The cycle 30 minutes ago is out; the first of the rest started at -9 min 30 s.
     assert pace == Pace(9_000, 9.5 * 60)
-    assert recent_pace([], timedelta(minutes=10)) is None
+
+
+def test_a_worker_that_stopped_has_no_pace_whatever_it_did_before() -> None:
+    rows = [_row(-30, 3_000), _row(-25, 3_000)]
+
+    assert recent_pace(rows, AS_OF - timedelta(minutes=10)) is None
+    assert recent_pace([], AS_OF - timedelta(minutes=10)) is None
 
 
 def _health(backlog: int | Unreadable, pace: Pace | None, change: int | None = None) -> Health:

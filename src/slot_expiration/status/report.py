@@ -56,9 +56,9 @@ LIVE_INTERVALS: Final = 2
 # (`offset 30m`): below the count of 30 minutes before, it is coming down, whatever trend a
 # run of successes broken by failures still holds.
 COUNT_FALL_WINDOW: Final = TREND_WINDOW
-# A drain's pace is read over the cycles that ended within this much before the latest (or
-# three intervals, when longer): recent enough to be the drain's pace now, long enough to
-# hold the intervals between cycles.
+# A drain's pace is read over the cycles that ended in the last 10 minutes (or three
+# intervals, when longer): recent enough to be the drain's pace now, long enough to hold
+# the intervals between cycles.
 PACE_WINDOW: Final = timedelta(minutes=10)
 PACE_INTERVALS: Final = 3
 T = TypeVar("T")
@@ -109,7 +109,8 @@ class CycleSummary:
     live: tuple[CycleRecord, ...] = ()
     backlog_change: int | None = None
     trend_window: timedelta = DEFAULT_TREND_WINDOW
-    # What the cycles of the last `pace_window` expired, and over how long (None: no cycle).
+    # What the cycles that ended in the last `pace_window` expired, and over how long (None:
+    # no such cycle).
     pace: Pace | None = None
     pace_window: timedelta = PACE_WINDOW
 
@@ -366,7 +367,7 @@ async def summarize_cycles(
         fall = backlog_fall(samples, as_of)
         if fall is not None and (change is None or fall < change):
             change = fall
-        pace = recent_pace(samples, paced_over)
+        pace = recent_pace(samples, as_of - paced_over)
     return CycleSummary(
         last_success=await history.latest_success(),
         last_failure=await history.latest_failure(),
@@ -380,16 +381,17 @@ async def summarize_cycles(
     )
 
 
-def recent_pace(rows: Sequence[BacklogRow], window: timedelta) -> Pace | None:
-    """The deployment's pace: what its cycles that ended within `window` before the latest
-    (of `rows`, any instance, however each ended: a failed one's committed batches count)
-    expired, from the first one's start to the latest one's end. The time between cycles
-    counts too: an ETA at this pace is wall-clock time. None without a cycle."""
-    if not rows:
+def recent_pace(rows: Sequence[BacklogRow], since: datetime) -> Pace | None:
+    """The deployment's pace now: what its cycles that ended `since` (of `rows`, any
+    instance, however each ended: a failed one's committed batches count) expired, from the
+    first one's start to the latest one's end. The time between cycles counts too: an ETA at
+    this pace is wall-clock time. None without such a cycle: a worker that stopped has no
+    pace, whatever it did before."""
+    recent = [row for row in rows if row.ended_at >= since]
+    if not recent:
         return None
-    latest = max(row.ended_at for row in rows)
-    recent = [row for row in rows if row.ended_at >= latest - window]
     started = min(row.started_at for row in recent)
+    latest = max(row.ended_at for row in recent)
     return Pace(sum(row.expired_count for row in recent), (latest - started).total_seconds())
 
 
@@ -511,8 +513,10 @@ def _cycles_json(cycles: CycleSummary, as_of: datetime) -> dict[str, Any]:
 
 
 def _drain_json(drain: Drain | Unreadable | None) -> dict[str, Any] | None:
-    if drain is None or isinstance(drain, Unreadable):
-        return None if drain is None else drain.as_json()
+    if drain is None:
+        return None
+    if isinstance(drain, Unreadable):
+        return drain.as_json()
     rate, eta = drain.rows_per_second, drain.eta_seconds
     return {
         "rows_per_second": None if rate is None else round(rate, 3),
