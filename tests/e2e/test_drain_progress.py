@@ -159,6 +159,28 @@ async def test_a_drain_stopped_at_its_batch_limit_says_so_and_how_many_are_left(
     ]
 
 
+async def test_a_drain_stopped_at_its_budget_past_the_counts_cap_says_about_how_many_are_left(
+    db: SlotDatabase,
+) -> None:
+    # 300,000 due: a second's budget drains a part (the whole takes seconds), leaving more
+    # than the 100,000 the count after a cycle stops at.
+    await _due(db, 300_000)
+
+    done = await run_command(
+        "once", "--max-batches-per-cycle", "0", "--max-cycle-seconds", "1", "--database-url", db.url
+    )
+
+    assert done.returncode == 0, done.describe()
+    did, stopped = done.stdout.splitlines()
+    counted = re.match(r"expired (\d+)", did)
+    assert counted is not None, done.stdout
+    expired = int(counted[1])
+    assert stopped == (
+        f"stopped at the cycle budget (1 s): about {300_000 - expired:,} left; "
+        "run again or raise --max-cycle-seconds"
+    ), done.stdout
+
+
 async def test_the_page_and_status_show_the_drains_rate_and_eta(
     db: SlotDatabase, tmp_path: Path
 ) -> None:

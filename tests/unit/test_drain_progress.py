@@ -12,7 +12,7 @@ from uuid import uuid4
 import pytest
 from structlog.testing import capture_logs
 
-from slot_expiration.cli.progress import ERASE_LINE, DrainBar, drain_bar, pace_text
+from slot_expiration.cli.progress import ERASE_LINE, DrainBar, DrainSeen, drain_bar, pace_text
 from slot_expiration.cli.worker_commands import stop_line
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.expiry import (
@@ -282,3 +282,20 @@ def test_the_last_line_says_at_least_past_the_counts_cap() -> None:
     assert _stopped(StopReason.BUDGET, 100_000).startswith(
         "stopped at the cycle budget (30 s): at least 100,000 left;"
     )
+
+
+def test_past_the_counts_cap_the_last_line_reads_what_is_left_of_the_drains_own_count() -> None:
+    result = replace(cycle_result(expired=102_500), stop_reason=StopReason.BUDGET, backlog=100_000)
+    settings = _settings(max_cycle_seconds=30)
+    seen = DrainSeen()
+    seen(BatchCommitted(uuid4(), batch(expired=2_000), DrainProgress(300_000, 102_500, 3.0)))
+
+    assert stop_line(result, settings, seen.latest) == (
+        "stopped at the cycle budget (30 s): about 197,500 left; "
+        "run again or raise --max-cycle-seconds"
+    )
+    # Under the cap the count after the cycle says it; past both caps, at least the lower.
+    under = replace(result, backlog=51_500)
+    assert ": 51,500 left;" in stop_line(under, settings, seen.latest)
+    both = DrainProgress(DRAIN_COUNT_CAP, 102_500, 3.0)
+    assert ": at least 100,000 left;" in stop_line(result, settings, both)

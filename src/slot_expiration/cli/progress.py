@@ -48,6 +48,20 @@ def pace_text(drain: DrainProgress) -> str:
     return text
 
 
+class DrainSeen:
+    """A sink that keeps the drain's latest progress: what is left of the count at its
+    start, which `once`'s last line reads where the count after the cycle stopped at its
+    cap."""
+
+    def __init__(self) -> None:
+        self.latest: DrainProgress | None = None
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case BatchCommitted(_, _, DrainProgress() as drain):
+                self.latest = drain
+
+
 class DrainBar:
     """A sink: each drain's cycle draws a bar from its DrainStarted (a backlog counted), moves
     it at each batch committed, and leaves its last state on the terminal when the cycle

@@ -13,12 +13,18 @@ import click
 from slot_expiration.cli.common import guarded, required_url, settings_from, store_failure
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cli.option_flags import options
-from slot_expiration.cli.progress import drain_bar
+from slot_expiration.cli.progress import DrainSeen, drain_bar
 from slot_expiration.cli.warnings import log_environment_warnings
 from slot_expiration.db import StoreError
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.domain.text import excerpt
-from slot_expiration.expiry import BACKLOG_COUNT_CAP, CycleFailed, CycleResult, StopReason
+from slot_expiration.expiry import (
+    BACKLOG_COUNT_CAP,
+    CycleFailed,
+    CycleResult,
+    DrainProgress,
+    StopReason,
+)
 from slot_expiration.options import (
     CycleOptions,
     MigrateOptions,
@@ -172,11 +178,12 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
         bar = drain_bar(settings, sys.stderr)
         configure_logging(settings.log_format, stream=None if bar is None else bar.lines)
         log_environment_warnings()
-        bars = () if bar is None else (bar,)
+        seen = DrainSeen()
+        sinks = (seen,) if bar is None else (seen, bar)
         try:
             result = guarded(
                 lambda: asyncio.run(
-                    run_once(settings, moment, as_of_is_now=as_of is None, extra_sinks=bars)
+                    run_once(settings, moment, as_of_is_now=as_of is None, extra_sinks=sinks)
                 ),
                 settings,
             )
@@ -190,7 +197,7 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
         click.echo(json.dumps(result.summary()))
     else:
         click.echo(_one_line(result))
-        click.echo(stop_line(result, settings))
+        click.echo(stop_line(result, settings, seen.latest))
 
 
 def cut_short_line(failed: CycleFailed, settings: CycleOptions) -> str:
@@ -218,11 +225,14 @@ def cut_short_line(failed: CycleFailed, settings: CycleOptions) -> str:
     return cause if partial.batches == 0 else f"{cause}; before it, {committed}; {in_flight}"
 
 
-def stop_line(result: CycleResult, settings: CycleOptions) -> str:
+def stop_line(
+    result: CycleResult, settings: CycleOptions, drain: DrainProgress | None = None
+) -> str:
     """Why a cycle that succeeded ran no further batch, what it left due, and what to do:
     `stopped at the cycle budget (30 s): 51,500 left; run again or raise
-    --max-cycle-seconds`."""
-    left = _left_text(result)
+    --max-cycle-seconds`. A drain's last progress (`drain`) tells what is left past the
+    cap of the count after the cycle."""
+    left = _left_text(result, drain)
     match result.stop_reason:
         case StopReason.BUDGET:
             budget = settings.max_cycle_seconds
@@ -249,11 +259,16 @@ def stop_line(result: CycleResult, settings: CycleOptions) -> str:
             )
 
 
-def _left_text(result: CycleResult) -> str:
-    """`51,500 left`; `at least 100,000 left` past the count's cap."""
+def _left_text(result: CycleResult, drain: DrainProgress | None) -> str:
+    """`51,500 left`; past the count's cap, `about 197,500 left` from the drain's count at
+    its start less what it expired (rows booked meanwhile aside), or `at least 100,000
+    left`."""
     if result.backlog is None:
         return "what is left was not counted"
-    return left_text(result.backlog, result.backlog >= BACKLOG_COUNT_CAP)
+    capped = result.backlog >= BACKLOG_COUNT_CAP
+    if capped and drain is not None and not drain.capped and drain.left > result.backlog:
+        return f"about {drain.left:,} left"
+    return left_text(result.backlog, capped)
 
 
 def _one_line(result: CycleResult) -> str:
