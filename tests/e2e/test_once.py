@@ -99,7 +99,7 @@ async def test_once_as_of_is_the_cutoff_whatever_its_notation(
     assert rows[a_second_later.id].status is SlotStatus.AVAILABLE
 
 
-async def test_once_reads_its_options_from_the_environment_and_prints_one_readable_line(
+async def test_once_reads_its_options_from_the_environment_and_prints_what_it_did_and_left(
     db: SlotDatabase, secret_url: str
 ) -> None:
     await db.insert(past_slots(3))
@@ -112,9 +112,12 @@ async def test_once_reads_its_options_from_the_environment_and_prints_one_readab
     )
 
     assert done.returncode == 0, done.describe()
-    assert done.stdout.count("\n") == 1
-    assert done.stdout.startswith("expired 2, skipped (locked) 0, failed 0, ")
-    assert done.stdout.rstrip().endswith(" ms")
+    did, stopped = done.stdout.splitlines()
+    assert did.startswith("expired 2, skipped (locked) 0, failed 0, ")
+    assert did.endswith(" ms")
+    assert stopped == (
+        "stopped at the batch limit (1 batch): 1 left; run again or raise --max-batches-per-cycle"
+    )
     assert list((await db.statuses()).values()).count(SlotStatus.EXPIRED) == 2
 
 

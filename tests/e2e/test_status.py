@@ -105,6 +105,7 @@ async def test_status_text_shows_each_section_on_its_own_line(
         "schema",
         "slots",
         "backlog",
+        "drain",
         "oldest overdue",
         "worker",
         "failed slots",
@@ -119,6 +120,10 @@ async def test_status_text_shows_each_section_on_its_own_line(
     assert "1 attempt, last" in text
     assert "slots          Available 3, Booked 1, Expired 1, Archived 0" in text
     assert "backlog        2 Available slots have started" in text
+    # The one cycle's pace: 1 row over its own duration, the 2 left at that rate.
+    assert re.search(
+        r"^drain          [\d,.]+ rows/s over the last 15m 0s, 2 left, ETA ", text, re.M
+    )
     assert f"ago: slot {poison} of tenant" in text
     assert "failed slots   1 in quarantine, still Available" in text
     assert f"  slot {poison} of tenant" in text

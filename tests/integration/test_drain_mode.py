@@ -119,7 +119,8 @@ async def test_no_batch_starts_when_the_budget_left_is_below_twice_the_slowest(
 
     result = await cycle.run(run)
 
-    # Batch 1 took 1 s (read at 1 and 2); at 3, 3 + 2 x 1 s is past the deadline at 4.
+    # Batch 1 took 1 s (read at 1 and 2; the drain's progress read the clock at 0 and 3);
+    # at 4, 4 + 2 x 1 s is past the deadline at 4.
     assert (result.batches, result.expired_count) == (1, 5)
     assert result.stop_reason is StopReason.BUDGET
 
@@ -240,8 +241,8 @@ async def test_the_pause_counts_against_the_budget(db: SlotDatabase) -> None:
 
     result = await cycle.run(CycleRun(AS_OF, deadline=6.0, pause=pause))
 
-    # Batch 1 took 1 s; at 3, 3 + the 3 s pause + 2 x 1 s is past the deadline at 6
-    # (without the pause, 5 s, it would have gone on).
+    # Batch 1 took 1 s; at 4, 4 + the 3 s pause + 2 x 1 s is past the deadline at 6
+    # (without the pause, 6 s, it would have gone on).
     assert (result.batches, result.stop_reason, pause.pauses) == (1, StopReason.BUDGET, [])
 
 

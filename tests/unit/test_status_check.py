@@ -212,7 +212,7 @@ def _row(
     minutes: float, backlog: int | None, instance: str = "a", *, ok: bool = True
 ) -> BacklogRow:
     outcome = CycleOutcome.SUCCESS if ok else CycleOutcome.FAILED
-    return BacklogRow(instance, AS_OF + timedelta(minutes=minutes), outcome, backlog, 500)
+    return BacklogRow(instance, AS_OF + timedelta(minutes=minutes), outcome, backlog, 500, 800.0)
 
 
 WINDOW = timedelta(minutes=30)

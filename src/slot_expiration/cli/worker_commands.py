@@ -13,11 +13,18 @@ import click
 from slot_expiration.cli.common import guarded, required_url, settings_from, store_failure
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cli.option_flags import options
+from slot_expiration.cli.progress import DrainSeen, drain_bar
 from slot_expiration.cli.warnings import log_environment_warnings
 from slot_expiration.db import StoreError
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.domain.text import excerpt
-from slot_expiration.expiry import CycleFailed, CycleResult
+from slot_expiration.expiry import (
+    BACKLOG_COUNT_CAP,
+    CycleFailed,
+    CycleResult,
+    DrainProgress,
+    StopReason,
+)
 from slot_expiration.options import (
     CycleOptions,
     MigrateOptions,
@@ -25,7 +32,7 @@ from slot_expiration.options import (
     WorkerOptions,
 )
 from slot_expiration.schema.version import HEAD_REVISION
-from slot_expiration.status.wording import count_of
+from slot_expiration.status.wording import count_of, left_text
 from slot_expiration.telemetry import configure_logging
 from slot_expiration.telemetry.native_stderr import native_stderr_logged
 from slot_expiration.worker import run_once, run_worker
@@ -167,11 +174,17 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
     now = datetime.now(UTC)
     moment = parse_as_of(as_of, now, allow_future=allow_future_as_of)
     with native_stderr_logged():
-        configure_logging(settings.log_format)
+        # On a terminal, a drain's bar below its log lines; elsewhere the log lines only.
+        bar = drain_bar(settings, sys.stderr)
+        configure_logging(settings.log_format, stream=None if bar is None else bar.lines)
         log_environment_warnings()
+        seen = DrainSeen()
+        sinks = (seen,) if bar is None else (seen, bar)
         try:
             result = guarded(
-                lambda: asyncio.run(run_once(settings, moment, as_of_is_now=as_of is None)),
+                lambda: asyncio.run(
+                    run_once(settings, moment, as_of_is_now=as_of is None, extra_sinks=sinks)
+                ),
                 settings,
             )
         except CycleFailed as failed:
@@ -180,7 +193,11 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
             interrupted = failed.outcome is CycleOutcome.INTERRUPTED
             code = ExitCode.INTERRUPTED if interrupted else ExitCode.FAILURE
             fail(cut_short_line(failed, settings), code)
-    click.echo(json.dumps(result.summary()) if json_output else _one_line(result))
+    if json_output:
+        click.echo(json.dumps(result.summary()))
+    else:
+        click.echo(_one_line(result))
+        click.echo(stop_line(result, settings, seen.latest))
 
 
 def cut_short_line(failed: CycleFailed, settings: CycleOptions) -> str:
@@ -208,6 +225,52 @@ def cut_short_line(failed: CycleFailed, settings: CycleOptions) -> str:
     return cause if partial.batches == 0 else f"{cause}; before it, {committed}; {in_flight}"
 
 
+def stop_line(
+    result: CycleResult, settings: CycleOptions, drain: DrainProgress | None = None
+) -> str:
+    """Why a cycle that succeeded ran no further batch, what it left due, and what to do:
+    `stopped at the cycle budget (30 s): 51,500 left; run again or raise
+    --max-cycle-seconds`. A drain's last progress (`drain`) tells what is left past the
+    cap of the count after the cycle."""
+    left = _left_text(result, drain)
+    match result.stop_reason:
+        case StopReason.BUDGET:
+            budget = settings.max_cycle_seconds
+            return (
+                f"stopped at the cycle budget ({budget:g} s): {left}; "
+                "run again or raise --max-cycle-seconds"
+            )
+        case StopReason.MAX_BATCHES:
+            limit = count_of(settings.max_batches_per_cycle, "batch", "batches")
+            return (
+                f"stopped at the batch limit ({limit}): {left}; "
+                "run again or raise --max-batches-per-cycle"
+            )
+        case StopReason.STOP_REQUESTED:
+            return f"stopped on request (SIGTERM or SIGINT): {left}; run again to go on"
+        case _:  # drained: the last batch came back short
+            if result.backlog == 0:
+                return "drained: nothing left due"
+            if result.backlog is None:
+                return f"drained: {left}"
+            return (
+                f"drained what it could: {left}, locked by other transactions or waiting "
+                "in quarantine (see `slot-expiration status`)"
+            )
+
+
+def _left_text(result: CycleResult, drain: DrainProgress | None) -> str:
+    """`51,500 left`; past the count's cap, `about 197,500 left` from the drain's count at
+    its start less what it expired (rows booked meanwhile aside), or `at least 100,000
+    left`."""
+    if result.backlog is None:
+        return "what is left was not counted"
+    capped = result.backlog >= BACKLOG_COUNT_CAP
+    if capped and drain is not None and not drain.capped and drain.left > result.backlog:
+        return f"about {drain.left:,} left"
+    return left_text(result.backlog, capped)
+
+
 def _one_line(result: CycleResult) -> str:
     batches = f" in {result.batches} batches" if result.batches != 1 else ""
     return (
@@ -225,9 +288,11 @@ def run(**given: Any) -> None:
     settings = settings_from(WorkerOptions, **given)
     required_url(settings)
     with native_stderr_logged():
-        configure_logging(settings.log_format)
+        bar = drain_bar(settings, sys.stderr)
+        configure_logging(settings.log_format, stream=None if bar is None else bar.lines)
         log_environment_warnings()
-        guarded(lambda: asyncio.run(run_worker(settings)), settings)
+        bars = () if bar is None else (bar,)
+        guarded(lambda: asyncio.run(run_worker(settings, extra_sinks=bars)), settings)
 
 
 def _utc_text(moment: datetime) -> str:

@@ -3,6 +3,7 @@ told as events."""
 
 from slot_expiration.expiry.budget import Cycle, run_cycle
 from slot_expiration.expiry.cycle import ExpiryCycle, StoreFactory
+from slot_expiration.expiry.drain import DRAIN_COUNT_CAP, DrainProgress
 from slot_expiration.expiry.events import (
     BacklogMeasured,
     BatchCommitted,
@@ -11,6 +12,7 @@ from slot_expiration.expiry.events import (
     CycleEnded,
     CycleEvent,
     CycleStarted,
+    DrainStarted,
     EmitCycleEvent,
     describe,
 )
@@ -28,6 +30,7 @@ from slot_expiration.expiry.run import CycleRun
 
 __all__ = [
     "BACKLOG_COUNT_CAP",
+    "DRAIN_COUNT_CAP",
     "FAILED_SAMPLE_SIZE",
     "BacklogMeasured",
     "BatchCommitted",
@@ -44,6 +47,8 @@ __all__ = [
     "CycleResult",
     "CycleRun",
     "CycleStarted",
+    "DrainProgress",
+    "DrainStarted",
     "EmitCycleEvent",
     "ExpiryCycle",
     "StopReason",

@@ -17,11 +17,13 @@ from slot_expiration.db import (
     Transaction,
 )
 from slot_expiration.domain import CycleOutcome, utc_now
+from slot_expiration.expiry.drain import DRAIN_COUNT_CAP, DrainWatch
 from slot_expiration.expiry.events import (
     BacklogMeasured,
     BatchCommitted,
     BatchStarted,
     ClockCompared,
+    DrainStarted,
 )
 from slot_expiration.expiry.failure import ClockSkewError
 from slot_expiration.expiry.limits import CycleLimits
@@ -149,10 +151,12 @@ class ExpiryCycle:
 
     async def _batches(self, store: CycleStore, run: CycleRun) -> StopReason:
         pace = _Pace()
+        drain = await self._drain_started(store, run)
 
         def record(batch: BatchResult) -> None:
             run.progress.add(batch)
-            run.emit(BatchCommitted(run.run_id, batch))
+            progress = None if drain is None else drain.progress(run.progress.expired_count)
+            run.emit(BatchCommitted(run.run_id, batch, progress))
 
         after: Position | None = None  # where the previous batch's window ended
         while True:
@@ -174,6 +178,16 @@ class ExpiryCycle:
                 await run.pause(self._limits.batch_pause_seconds)
                 if run.stop_requested():
                     return StopReason.STOP_REQUESTED
+
+    async def _drain_started(self, store: CycleStore, run: CycleRun) -> DrainWatch | None:
+        """A drain first counts the rows due at its as_of (up to DRAIN_COUNT_CAP): what its
+        progress's rate and ETA are read against. A cycle of one batch counts nothing."""
+        if self._limits.max_batches == 1:
+            return None
+        async with store.transaction():
+            backlog = await store.count_backlog_capped(run.as_of, DRAIN_COUNT_CAP)
+        run.emit(DrainStarted(run.run_id, backlog))
+        return DrainWatch(backlog, self._monotonic)
 
     def _stop_reason(
         self, run: CycleRun, batch: BatchResult, next_batch_seconds: float

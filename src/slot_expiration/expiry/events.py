@@ -1,5 +1,6 @@
-"""What a cycle tells as it goes: small frozen events, emitted in this order (a batch's
-start and commit once per batch; the backlog after the batches, also when one failed).
+"""What a cycle tells as it goes: small frozen events, emitted in this order (a drain's
+count before its first batch; a batch's start and commit once per batch; the backlog
+after the batches, also when one failed).
 
 Whoever records them (logs, metrics, traces, readiness, the history) is a plain callable
 taking the events it cares about; the cycle knows none of them.
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from slot_expiration.expiry.drain import DRAIN_COUNT_CAP, DrainProgress
 from slot_expiration.expiry.result import BACKLOG_COUNT_CAP, BatchResult, CycleResult
 
 
@@ -30,6 +32,19 @@ class ClockCompared:
 
 
 @dataclass(frozen=True, slots=True)
+class DrainStarted:
+    """A drain (a cycle of more than one batch) counted the rows due at its `as_of` before
+    its first batch, up to DRAIN_COUNT_CAP (`capped`: the count stopped there)."""
+
+    run_id: UUID
+    backlog: int
+
+    @property
+    def capped(self) -> bool:
+        return self.backlog >= DRAIN_COUNT_CAP
+
+
+@dataclass(frozen=True, slots=True)
 class BatchStarted:
     run_id: UUID
     number: int  # 1 for the cycle's first
@@ -37,10 +52,12 @@ class BatchStarted:
 
 @dataclass(frozen=True, slots=True)
 class BatchCommitted:
-    """A batch's transaction committed; `batch` lists what it did."""
+    """A batch's transaction committed; `batch` lists what it did. In a drain, `drain` says
+    how far the drain has come (None in a cycle of one batch)."""
 
     run_id: UUID
     batch: BatchResult
+    drain: DrainProgress | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +92,13 @@ class CycleEnded:
 
 
 CycleEvent = (
-    CycleStarted | ClockCompared | BatchStarted | BatchCommitted | BacklogMeasured | CycleEnded
+    CycleStarted
+    | ClockCompared
+    | DrainStarted
+    | BatchStarted
+    | BatchCommitted
+    | BacklogMeasured
+    | CycleEnded
 )
 EmitCycleEvent = Callable[[CycleEvent], None]
 

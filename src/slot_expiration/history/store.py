@@ -115,14 +115,19 @@ class BacklogPoint:
 
 @dataclass(frozen=True, slots=True)
 class BacklogRow:
-    """A cycle as the backlog's trend reads it: whose, when, how it ended, what it left
-    (None: not counted) and how many it expired."""
+    """A cycle as the backlog's trend and the drain's pace read it: whose, when, how it
+    ended, what it left (None: not counted), how many it expired and in how long."""
 
     instance: str
     ended_at: datetime
     outcome: CycleOutcome
     backlog: int | None
     expired_count: int
+    duration_ms: float
+
+    @property
+    def started_at(self) -> datetime:
+        return self.ended_at - timedelta(milliseconds=self.duration_ms)
 
     @classmethod
     def from_columns(cls, *, outcome: str, **columns: Any) -> Self:

@@ -17,7 +17,14 @@ from slot_expiration.schema.version import (
     position_of,
     unknown_revision,
 )
-from slot_expiration.status.report import CycleSummary, Quarantine, StatusReport, Unreadable
+from slot_expiration.status.report import (
+    PACE_WINDOW,
+    CycleSummary,
+    Health,
+    Quarantine,
+    StatusReport,
+    Unreadable,
+)
 from slot_expiration.status.store import (
     SELECTION_INDEX,
     SLOT_TABLE,
@@ -27,7 +34,15 @@ from slot_expiration.status.store import (
     TableSize,
     WorkerSession,
 )
-from slot_expiration.status.wording import age_text, count_of, due_text, one_line, size_text
+from slot_expiration.status.wording import (
+    age_text,
+    count_of,
+    due_text,
+    left_text,
+    one_line,
+    rate_text,
+    size_text,
+)
 
 T = TypeVar("T")
 
@@ -44,6 +59,7 @@ def render_text(report: StatusReport) -> str:
         _row("schema", _part(report.schema, lambda s: schema_text(s, report.latest_revision))),
         _row("slots", _part(report.counts, _counts)),
         _row("backlog", _part(report.backlog, lambda n: _backlog(n, report.backlog_capped))),
+        _row("drain", drain_text(report.health)),
         _row("oldest overdue", _part(report.oldest_overdue, lambda s: _oldest(report))),
         _row("worker", _part(report.worker_sessions, _sessions_header)),
         *_details(report.worker_sessions, _session),
@@ -108,6 +124,33 @@ def _counts(counts: dict[SlotStatus, int]) -> str:
 
 def _backlog(count: int, capped: bool) -> str:
     return f"{due_text(count, capped)} (counted up to {BACKLOG_COUNT_CAP})"
+
+
+def drain_text(health: Health) -> str:
+    """The drain in progress as `status` and the page say it: `8,812 rows/s over the last
+    10m, 51,500 left, ETA 6s`, or why there is none."""
+    drain = health.drain()
+    if isinstance(drain, Unreadable):
+        return str(drain)
+    if drain is None:
+        if health.backlog == 0:
+            return "none: no Available slot has started"
+        window = (
+            health.cycles.pace_window if isinstance(health.cycles, CycleSummary) else PACE_WINDOW
+        )
+        return f"none: no cycle expired a slot in the last {age_text(window.total_seconds())}"
+    rate, eta = drain.rows_per_second, drain.eta_seconds
+    over = age_text(drain.window.total_seconds())
+    parts = [
+        f"{rate_text(rate or 0.0)} over the last {over}",
+        left_text(drain.left, drain.capped),
+    ]
+    if not drain.coming_down:
+        parts.append("no ETA: the backlog is not coming down (slots fall due as fast)")
+    elif eta is not None:
+        parts.append(f"ETA {'at least ' if drain.capped else ''}{age_text(eta)}")
+    # What else held the drain back (the time it was throttled, and by what) goes here.
+    return ", ".join(parts)
 
 
 def _oldest(report: StatusReport) -> str:

@@ -22,6 +22,7 @@ from slot_expiration.expiry.backlog_trend import (
     backlog_change,
     trend_window,
 )
+from slot_expiration.expiry.drain import Pace
 from slot_expiration.history.store import BacklogRow, CycleRecord, OutcomeCount
 from slot_expiration.options import CycleOptions
 from slot_expiration.options.listen_address import ListenAddress
@@ -55,7 +56,16 @@ LIVE_INTERVALS: Final = 2
 # (`offset 30m`): below the count of 30 minutes before, it is coming down, whatever trend a
 # run of successes broken by failures still holds.
 COUNT_FALL_WINDOW: Final = TREND_WINDOW
+# A drain's pace is read over the cycles that ended in the last 10 minutes (or three
+# intervals, when longer): recent enough to be the drain's pace now, long enough to hold
+# the intervals between cycles.
+PACE_WINDOW: Final = timedelta(minutes=10)
+PACE_INTERVALS: Final = 3
 T = TypeVar("T")
+
+
+def pace_window(interval_seconds: float) -> timedelta:
+    return max(PACE_WINDOW, PACE_INTERVALS * timedelta(seconds=interval_seconds))
 
 
 # The trend window when the worker's interval is not told (`status` without --check).
@@ -99,6 +109,10 @@ class CycleSummary:
     live: tuple[CycleRecord, ...] = ()
     backlog_change: int | None = None
     trend_window: timedelta = DEFAULT_TREND_WINDOW
+    # What the cycles that ended in the last `pace_window` expired, and over how long (None:
+    # no such cycle).
+    pace: Pace | None = None
+    pace_window: timedelta = PACE_WINDOW
 
     def recent_total(self) -> int:
         return sum(count.cycles for count in self.recent)
@@ -137,6 +151,44 @@ class Health:
     def backlog_capped(self) -> bool:
         """The backlog is at least `backlog`: the count stopped at the cap."""
         return isinstance(self.backlog, int) and self.backlog >= BACKLOG_COUNT_CAP
+
+    def drain(self) -> Drain | Unreadable | None:
+        """The drain in progress: slots are due and the recent cycles expired some. None
+        when there is none (nothing due, or nothing expired lately)."""
+        if isinstance(self.cycles, Unreadable):
+            return self.cycles
+        if isinstance(self.backlog, Unreadable):
+            return self.backlog
+        cycles = self.cycles
+        if self.backlog == 0 or cycles.pace is None or cycles.pace.rows == 0:
+            return None
+        coming_down = cycles.backlog_change is None or cycles.backlog_change < 0
+        return Drain(
+            cycles.pace, cycles.pace_window, self.backlog, self.backlog_capped, coming_down
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    """A drain in progress as `status` and the page tell it: the pace of the cycles of the
+    last `window` (wall-clock time, the intervals between cycles included), the backlog
+    counted now (`capped`: at least that), and when it is gone at that pace. The pace counts
+    what was expired, not what fell due meanwhile: while the backlog's trend shows it not
+    coming down (`coming_down` False: slots fall due as fast as they go), there is no ETA."""
+
+    pace: Pace
+    window: timedelta
+    left: int
+    capped: bool
+    coming_down: bool
+
+    @property
+    def rows_per_second(self) -> float | None:
+        return self.pace.rows_per_second
+
+    @property
+    def eta_seconds(self) -> float | None:
+        return self.pace.eta_seconds(self.left) if self.coming_down else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +242,7 @@ class StatusReport:
                 self.backlog,
                 lambda n: {"count": n, "capped": self.backlog_capped, "cap": BACKLOG_COUNT_CAP},
             ),
+            "drain": _drain_json(self.health.drain()),
             "oldest_overdue": _part_json(
                 self.oldest_overdue, lambda slot: _overdue_json(slot, self.overdue_seconds())
             ),
@@ -304,6 +357,8 @@ async def summarize_cycles(
     latest = await history.latest()
     live: tuple[CycleRecord, ...] = ()
     change = None
+    pace = None
+    paced_over = pace_window(interval_seconds)
     if latest is not None:
         live = await history.latest_per_instance(latest.ended_at - live_span(interval_seconds))
         # Twice the window: a run reaches back a window from its latest cycle, and one more.
@@ -312,6 +367,7 @@ async def summarize_cycles(
         fall = backlog_fall(samples, as_of)
         if fall is not None and (change is None or fall < change):
             change = fall
+        pace = recent_pace(samples, as_of - paced_over)
     return CycleSummary(
         last_success=await history.latest_success(),
         last_failure=await history.latest_failure(),
@@ -320,7 +376,23 @@ async def summarize_cycles(
         live=live,
         backlog_change=change,
         trend_window=window,
+        pace=pace,
+        pace_window=paced_over,
     )
+
+
+def recent_pace(rows: Sequence[BacklogRow], since: datetime) -> Pace | None:
+    """The deployment's pace now: what its cycles that ended `since` (of `rows`, any
+    instance, however each ended: a failed one's committed batches count) expired, from the
+    first one's start to the latest one's end. The time between cycles counts too: an ETA at
+    this pace is wall-clock time. None without such a cycle: a worker that stopped has no
+    pace, whatever it did before."""
+    recent = [row for row in rows if row.ended_at >= since]
+    if not recent:
+        return None
+    started = min(row.started_at for row in recent)
+    latest = max(row.ended_at for row in recent)
+    return Pace(sum(row.expired_count for row in recent), (latest - started).total_seconds())
 
 
 def deployment_backlog_change(
@@ -437,6 +509,24 @@ def _cycles_json(cycles: CycleSummary, as_of: datetime) -> dict[str, Any]:
             "change": cycles.backlog_change,
             "window_seconds": cycles.trend_window.total_seconds(),
         },
+    }
+
+
+def _drain_json(drain: Drain | Unreadable | None) -> dict[str, Any] | None:
+    if drain is None:
+        return None
+    if isinstance(drain, Unreadable):
+        return drain.as_json()
+    rate, eta = drain.rows_per_second, drain.eta_seconds
+    return {
+        "rows_per_second": None if rate is None else round(rate, 3),
+        "eta_seconds": None if eta is None else round(eta, 3),
+        "left": drain.left,
+        "left_capped": drain.capped,
+        "coming_down": drain.coming_down,
+        "expired": drain.pace.rows,
+        "seconds": round(drain.pace.seconds, 3),
+        "window_seconds": drain.window.total_seconds(),
     }
 
 

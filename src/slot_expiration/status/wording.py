@@ -44,3 +44,14 @@ def size_text(size_bytes: int) -> str:
             break
         value, unit = value / 1024, larger
     return f"{size_bytes} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+
+
+def rate_text(rows_per_second: float) -> str:
+    """`8,812 rows/s`; `0.4 rows/s` below ten (a whole number would say 0)."""
+    figure = f"{rows_per_second:,.0f}" if rows_per_second >= 10 else f"{rows_per_second:.1f}"
+    return f"{figure} rows/s"
+
+
+def left_text(count: int, capped: bool) -> str:
+    """`51,500 left`; `at least 100,000 left` (a count stopped at its cap)."""
+    return f"{'at least ' if capped else ''}{count:,} left"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 from datetime import datetime
-from typing import Final
+from typing import Final, TextIO
 
 import structlog
 
@@ -21,6 +21,8 @@ from slot_expiration.expiry import (
     CycleEnded,
     CycleResult,
     CycleStarted,
+    DrainProgress,
+    DrainStarted,
     describe,
     sqlstate_of,
 )
@@ -37,6 +39,7 @@ class LogEvent:
 
     CYCLE_STARTED: Final = "cycle.started"
     BATCH_SELECTED: Final = "batch.selected"
+    DRAIN_STARTED: Final = "drain.started"
     ITEM_FAILED: Final = "item.failed"
     CYCLE_COMPLETED: Final = "cycle.completed"
     CYCLE_FAILED: Final = "cycle.failed"
@@ -77,8 +80,16 @@ class LogSink:
                 self._log.warning(
                     LogEvent.CLOCK_BEHIND, run_id=str(run_id), clock_skew_seconds=round(skew, 3)
                 )
-            case BatchCommitted(run_id, batch):
-                self._batch(str(run_id), batch)
+            case DrainStarted(run_id, backlog) if backlog > 0:
+                # Nothing due is no drain: no line at each idle tick of a replica draining.
+                self._log.info(
+                    LogEvent.DRAIN_STARTED,
+                    run_id=str(run_id),
+                    backlog=backlog,
+                    backlog_capped=event.capped,
+                )
+            case BatchCommitted(run_id, batch, drain):
+                self._batch(str(run_id), batch, drain)
             case CycleEnded(result, None):
                 self._completed(result)
             case CycleEnded(result, error) if error is not None:
@@ -96,9 +107,13 @@ class LogSink:
             case LoopStopped():
                 self._log.info(LogEvent.WORKER_STOPPED)
 
-    def _batch(self, run: str, batch: BatchResult) -> None:
+    def _batch(self, run: str, batch: BatchResult, drain: DrainProgress | None) -> None:
         self._log.info(
-            LogEvent.BATCH_SELECTED, run_id=run, batch=batch.number, count=batch.selected_count
+            LogEvent.BATCH_SELECTED,
+            run_id=run,
+            batch=batch.number,
+            count=batch.selected_count,
+            **({} if drain is None else _drain_fields(drain)),
         )
         for failure in batch.failures:
             self._log.error(
@@ -128,16 +143,33 @@ class LogSink:
         )
 
 
+def _drain_fields(drain: DrainProgress) -> dict[str, object]:
+    """A drain's progress on its batch's line: what it expired so far, its rate, what is left
+    of the count at its start and how long that takes at this rate (at least, when capped)."""
+    rate, eta = drain.rows_per_second, drain.eta_seconds
+    return {
+        "drain_expired": drain.expired,
+        "rows_per_second": None if rate is None else round(rate, 1),
+        "left": drain.left,
+        "eta_seconds": None if eta is None else round(eta, 1),
+        "backlog_capped": drain.capped,
+    }
+
+
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
 
-def configure_logging(log_format: LogFormat, level: int = logging.INFO) -> None:
-    """Logs go to stderr, one JSON object per line (or readable lines for people).
+def configure_logging(
+    log_format: LogFormat, level: int = logging.INFO, stream: TextIO | None = None
+) -> None:
+    """Logs go to stderr (or `stream`: a terminal's that keeps a progress bar below the
+    lines), one JSON object per line (or readable lines for people).
 
     Records of the libraries (psycopg's warnings, say) and Python warnings are
     rendered the same way, so every line on stderr is one of our records.
     """
+    out = sys.stderr if stream is None else stream
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
         if log_format is LogFormat.JSON
@@ -152,18 +184,19 @@ def configure_logging(log_format: LogFormat, level: int = logging.INFO) -> None:
     structlog.configure(
         processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=False,
     )
-    _route_standard_logging(renderer, shared, level)
+    _route_standard_logging(renderer, shared, level, out)
 
 
 def _route_standard_logging(
     renderer: structlog.typing.Processor,
     shared: list[structlog.typing.Processor],
     level: int,
+    out: TextIO,
 ) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(out)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],

@@ -22,7 +22,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.history.store import CycleRecord
 from slot_expiration.status.check import Finding, Section, Verdict
-from slot_expiration.status.render import index_text, schema_text
+from slot_expiration.status.render import drain_text, index_text, schema_text
 from slot_expiration.status.replicas import ReplicaAnswer
 from slot_expiration.status.report import CycleSummary, Health, Quarantine, Unreadable
 from slot_expiration.status.wording import age_text, count_of, due_text, one_line
@@ -141,6 +141,7 @@ def context(snapshot: UiSnapshot, verdict: Verdict, options: PageOptions) -> dic
         "last_success": _part(cycles, lambda c: _last_success(c, as_of)),
         "latest_cycle": _part(cycles, lambda c: _latest_cycle(c, as_of)),
         "backlog": _part(health.backlog, lambda n: _backlog(n, health)),
+        "drain": _part(health.drain(), lambda _: drain_text(health)),
         "quarantine_now": _part(health.quarantine, lambda q: _quarantine_now(q, health)),
         "cycles": _part(snapshot.recent, _cycle_rows),
         "cycles_read": RECENT_CYCLES,

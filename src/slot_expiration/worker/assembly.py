@@ -167,8 +167,10 @@ async def run_once(
     sink: Sink | None = None,
     *,
     as_of_is_now: bool = False,
+    extra_sinks: Sequence[Sink] = (),
 ) -> CycleResult:
-    """The `once` command: one cycle under the budget, logged like the loop's cycles.
+    """The `once` command: one cycle under the budget, logged like the loop's cycles (and
+    told to `extra_sinks`: a terminal's progress bar, say).
 
     A cycle that does not complete (an error, the budget, a signal) raises
     CycleFailed with what its committed batches did.
@@ -183,7 +185,7 @@ async def run_once(
         await check_ready(options)
         history = history_sink(options)
         logs = sink or LogSink(max_clock_skew_seconds=options.max_clock_skew_seconds)
-        emit = fan_out(traced(fan_out(logs, history, remember), tracer))
+        emit = fan_out(traced(fan_out(logs, history, remember, *extra_sinks), tracer))
         try:
             cycle = build_cycle(options, collect_slots=tracing_on(tracer))
             return await run_cycle(
