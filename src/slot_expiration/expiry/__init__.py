@@ -11,7 +11,9 @@ from slot_expiration.expiry.events import (
     CycleEnded,
     CycleEvent,
     CycleStarted,
+    DrainThrottled,
     EmitCycleEvent,
+    StandbysUnseen,
     describe,
 )
 from slot_expiration.expiry.failure import ClockSkewError, CycleFailed, outcome_of, sqlstate_of
@@ -25,6 +27,7 @@ from slot_expiration.expiry.result import (
     StopReason,
 )
 from slot_expiration.expiry.run import CycleRun
+from slot_expiration.expiry.throttle import ThrottleReason
 
 __all__ = [
     "BACKLOG_COUNT_CAP",
@@ -44,10 +47,13 @@ __all__ = [
     "CycleResult",
     "CycleRun",
     "CycleStarted",
+    "DrainThrottled",
     "EmitCycleEvent",
     "ExpiryCycle",
+    "StandbysUnseen",
     "StopReason",
     "StoreFactory",
+    "ThrottleReason",
     "describe",
     "outcome_of",
     "run_cycle",

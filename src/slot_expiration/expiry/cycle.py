@@ -22,6 +22,8 @@ from slot_expiration.expiry.events import (
     BatchCommitted,
     BatchStarted,
     ClockCompared,
+    DrainThrottled,
+    StandbysUnseen,
 )
 from slot_expiration.expiry.failure import ClockSkewError
 from slot_expiration.expiry.limits import CycleLimits
@@ -38,6 +40,12 @@ from slot_expiration.expiry.store import (
     LockedBatch,
     Position,
     Selection,
+)
+from slot_expiration.expiry.throttle import (
+    REPLICA_POLL_SECONDS,
+    ReplicaWatch,
+    ThrottleReason,
+    nice_rest_seconds,
 )
 
 SLOT_TABLE = "availability_slots"
@@ -81,6 +89,8 @@ class ExpiryCycle:
     ) -> None:
         self._open_store = open_store
         self._limits = limits
+        # What the standbys showed, across this worker's cycles (a stalled replay's time).
+        self._standbys = ReplicaWatch()
         self._monotonic = monotonic
         self._clock = clock
 
@@ -170,10 +180,49 @@ class ExpiryCycle:
             ahead = pace.expected_seconds(self._limits.size_of_batch(number + 1))
             if (reason := self._stop_reason(run, batch, ahead)) is not None:
                 return reason
-            if self._limits.batch_pause_seconds > 0:
-                await run.pause(self._limits.batch_pause_seconds)
-                if run.stop_requested():
-                    return StopReason.STOP_REQUESTED
+            await self._before_next_batch(store, run, batch)
+            if run.stop_requested():
+                return StopReason.STOP_REQUESTED
+            if self._past_deadline(run, 2 * ahead):  # the wait took what was left
+                return StopReason.BUDGET
+
+    async def _before_next_batch(
+        self, store: CycleStore, run: CycleRun, batch: BatchResult
+    ) -> None:
+        """A drain's wait before its next batch (throttle.py): the fixed pause and the nice
+        rest after the batch, then while a standby is too far behind."""
+        rest = self._limits.batch_pause_seconds
+        nice = nice_rest_seconds(batch.duration_ms / 1000.0, self._limits.drain_nice_ratio)
+        if nice > 0:
+            run.emit(DrainThrottled(run.run_id, ThrottleReason.NICE, nice))
+            run.progress.throttled_seconds += nice
+        if rest + nice > 0:
+            await run.pause(rest + nice)
+        if self._limits.max_replica_lag_seconds > 0:
+            await self._wait_for_standbys(store, run)
+
+    async def _wait_for_standbys(self, store: CycleStore, run: CycleRun) -> None:
+        """While a streaming standby is further behind than allowed, wait (reading
+        pg_stat_replication again every REPLICA_POLL_SECONDS), each wait an event; until
+        it has caught up enough, the budget runs out, or a stop is asked for."""
+        while not run.stop_requested():
+            async with store.transaction():
+                standbys = await store.standbys()
+            lag = self._standbys.lag_seconds(standbys, self._monotonic())
+            if lag is None:
+                run.emit(StandbysUnseen(run.run_id, len(standbys)))
+                return
+            if lag <= self._limits.max_replica_lag_seconds or self._past_deadline(run, 0.0):
+                return
+            wait = REPLICA_POLL_SECONDS
+            if run.deadline is not None:
+                wait = min(wait, max(run.deadline - self._monotonic(), 0.0))
+            run.emit(DrainThrottled(run.run_id, ThrottleReason.REPLICA_LAG, wait, lag))
+            run.progress.throttled_seconds += wait
+            await run.pause(wait)
+
+    def _past_deadline(self, run: CycleRun, ahead_seconds: float) -> bool:
+        return run.deadline is not None and self._monotonic() + ahead_seconds > run.deadline
 
     def _stop_reason(
         self, run: CycleRun, batch: BatchResult, next_batch_seconds: float

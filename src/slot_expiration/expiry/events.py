@@ -13,6 +13,7 @@ from datetime import datetime
 from uuid import UUID
 
 from slot_expiration.expiry.result import BACKLOG_COUNT_CAP, BatchResult, CycleResult
+from slot_expiration.expiry.throttle import ThrottleReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,26 @@ class BatchCommitted:
 
     run_id: UUID
     batch: BatchResult
+
+
+@dataclass(frozen=True, slots=True)
+class DrainThrottled:
+    """A drain waited `seconds` before its next batch, and why; `lag_seconds`: the largest
+    standby lag it saw (replica_lag), None otherwise."""
+
+    run_id: UUID
+    reason: ThrottleReason
+    seconds: float
+    lag_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StandbysUnseen:
+    """The drain could not see where `count` streaming standbys' replay is (the role lacks
+    pg_read_all_stats): it went on without judging their lag."""
+
+    run_id: UUID
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +96,14 @@ class CycleEnded:
 
 
 CycleEvent = (
-    CycleStarted | ClockCompared | BatchStarted | BatchCommitted | BacklogMeasured | CycleEnded
+    CycleStarted
+    | ClockCompared
+    | BatchStarted
+    | BatchCommitted
+    | DrainThrottled
+    | StandbysUnseen
+    | BacklogMeasured
+    | CycleEnded
 )
 EmitCycleEvent = Callable[[CycleEvent], None]
 

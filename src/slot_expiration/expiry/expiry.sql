@@ -171,6 +171,19 @@ RETURNING id, tenant_id;
 -- role lacks comes next, from the contract (schema/contract.sql, worker_problems).
 SELECT clock_timestamp() AS server_clock;
 
+-- name: replica_lag
+-- Where each streaming standby's replay is against the primary's WAL, in bytes,
+-- and its own replay_lag (stale while its replay is paused: throttle.py times how
+-- long it stands still). A role without pg_read_all_stats sees the standbys but
+-- NULL positions: the drain then cannot judge their lag, and says so.
+SELECT concat_ws('@', application_name, coalesce(client_addr::text, 'local'), pid) AS name,
+       pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint AS wal_bytes,
+       pg_wal_lsn_diff(replay_lsn, '0/0')::bigint AS replay_bytes,
+       extract(epoch FROM replay_lag)::float8 AS replay_lag_seconds
+FROM pg_stat_replication
+WHERE state = 'streaming'
+ORDER BY name;
+
 -- name: count_backlog_capped
 -- What is still due after a cycle, counted cheaply: an index-only walk that
 -- stops at `cap` rows (the cap sits far above the alert threshold). Due at

@@ -98,6 +98,8 @@ class CycleResult:
     backlog: int | None  # Available rows still due at as_of after the cycle, capped
     # The worker's clock minus the database's at the cycle's start (None: not compared).
     clock_skew_seconds: float | None
+    # How long a drain waited between its batches (the throttle: throttle.py).
+    throttled_seconds: float
     run_id: UUID
     as_of: datetime
     started_at: datetime  # the worker's clock when the cycle started
@@ -145,6 +147,7 @@ class CycleProgress:
     failed_sample: list[SlotRef] = field(default_factory=list)
     backlog: int | None = None
     clock_skew_seconds: float | None = None
+    throttled_seconds: float = 0.0
 
     def batch_started(self) -> int:
         """The number of the batch that starts (1 for the cycle's first)."""

@@ -22,6 +22,7 @@ from slot_expiration.db.session import (
     TransactionLimits,
 )
 from slot_expiration.domain import SlotRef, SlotStatus
+from slot_expiration.expiry.throttle import Standby
 from slot_expiration.quarantine.store import QuarantineStore
 from slot_expiration.schema.contract import WorkerProblems, worker_problems
 from slot_expiration.schema.location import verify_slot_table
@@ -211,6 +212,10 @@ class CycleStore:
 
     async def count_backlog(self, as_of: datetime) -> int:
         return int(await self.session.value("count_backlog", {"as_of": as_of}))
+
+    async def standbys(self) -> list[Standby]:
+        """The streaming standbys and where their replay is (the drain's throttle)."""
+        return await self.session.records("replica_lag", Standby)
 
     async def count_backlog_capped(self, as_of: datetime | None, cap: int) -> int:
         """Available rows due at `as_of` (None: the database's now), up to `cap` at most."""

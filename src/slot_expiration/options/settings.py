@@ -166,6 +166,9 @@ LockTimeoutSeconds = Annotated[
 DEFAULT_LOCK_TIMEOUT_SECONDS: Final = 2.0
 # Measured in docs/benchmarks.md, section g: the drain rate at this size, beside bookings.
 DEFAULT_DRAIN_BATCH_SIZE: Final = 2_000
+# Chosen from docs/benchmarks.md, section d's curve of the bookings' latency against the
+# drain's rate.
+DEFAULT_DRAIN_NICE_RATIO: Final = 0.0
 
 
 class MigrationSqlOptions(BaseSettings):
@@ -243,6 +246,29 @@ class CycleOptions(DatabaseOptions):
             "database to the bookings; below --max-cycle-seconds; 0 = none.",
         ),
     ] = 0.0
+    drain_nice_ratio: Annotated[
+        float,
+        Field(
+            allow_inf_nan=False,
+            ge=0,
+            le=100,
+            description="Drain mode: after a batch of t seconds, rest this many times t before "
+            "the next: a busier database (slower batches) gets longer rests; 0 = none "
+            "(docs/benchmarks.md, section d: the bookings' latency against the drain's rate).",
+            json_schema_extra={"allowed": "0 to 100"},
+        ),
+    ] = DEFAULT_DRAIN_NICE_RATIO
+    max_replica_lag_seconds: Annotated[
+        Seconds,
+        Field(
+            allow_inf_nan=False,
+            ge=0,
+            le=3_600,
+            description="Drain mode: before each batch after the first, wait while a streaming "
+            "standby's replay is further behind than this (pg_stat_replication; the worker's "
+            "role needs pg_read_all_stats to see it); 0 = never look.",
+        ),
+    ] = 10.0
     max_cycle_seconds: Annotated[
         Seconds,
         Field(

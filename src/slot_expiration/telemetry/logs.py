@@ -21,6 +21,9 @@ from slot_expiration.expiry import (
     CycleEnded,
     CycleResult,
     CycleStarted,
+    DrainThrottled,
+    StandbysUnseen,
+    ThrottleReason,
     describe,
     sqlstate_of,
 )
@@ -30,6 +33,9 @@ from slot_expiration.loop.events import SINK_FAILED
 from slot_expiration.options import LogFormat
 from slot_expiration.options.settings import DEFAULT_MAX_CLOCK_SKEW_SECONDS
 from slot_expiration.telemetry.traces import add_trace_id
+
+# A drain held back by a standby says so again after this much more waiting.
+HELD_LOG_EVERY_SECONDS: Final = 10.0
 
 
 class LogEvent:
@@ -54,6 +60,8 @@ class LogEvent:
     NATIVE_STDERR: Final = "native.stderr"  # a line libpq (native code) wrote to stderr
     HISTORY_WRITE_FAILED: Final = HISTORY_WRITE_FAILED
     SINK_FAILED: Final = SINK_FAILED
+    DRAIN_THROTTLED: Final = "drain.throttled"
+    STANDBYS_UNSEEN: Final = "drain.standbys_unseen"
     UI_SERVING: Final = "ui.serving"
 
 
@@ -67,6 +75,8 @@ class LogSink:
     ) -> None:
         self._log = logger or structlog.get_logger("slot_expiration")
         self._max_skew = max_clock_skew_seconds
+        self._standbys_unseen_said = False
+        self._held: dict[str, float] = {}  # run id -> seconds a standby has held its drain
 
     def __call__(self, event: Event) -> None:
         match event:
@@ -79,9 +89,22 @@ class LogSink:
                 )
             case BatchCommitted(run_id, batch):
                 self._batch(str(run_id), batch)
+            case DrainThrottled(run_id, ThrottleReason.REPLICA_LAG, seconds, lag):
+                self._held_by_standby(str(run_id), seconds, lag)
+            case StandbysUnseen(_, count) if not self._standbys_unseen_said:
+                self._standbys_unseen_said = True
+                self._log.warning(
+                    LogEvent.STANDBYS_UNSEEN,
+                    standbys=count,
+                    detail="the worker's role sees the streaming standbys but not where their "
+                    "replay is, so a drain cannot judge their lag: grant it pg_read_all_stats "
+                    "(a superuser can), or set --max-replica-lag-seconds 0",
+                )
             case CycleEnded(result, None):
+                self._held.pop(str(result.run_id), None)
                 self._completed(result)
             case CycleEnded(result, error) if error is not None:
+                self._held.pop(str(result.run_id), None)
                 self._failed(result, error)
             case TickSkipped(total):
                 self._log.warning(LogEvent.TICK_SKIPPED, skipped_ticks_total=total)
@@ -95,6 +118,23 @@ class LogSink:
                 self._log.info(LogEvent.WORKER_STOPPING, cycle_in_flight=cycle_in_flight)
             case LoopStopped():
                 self._log.info(LogEvent.WORKER_STOPPED)
+
+    def _held_by_standby(self, run: str, seconds: float, lag: float | None) -> None:
+        """A drain waiting for a standby says so when it starts waiting, and every
+        HELD_LOG_EVERY_SECONDS of waiting after: not one line per look at the standbys."""
+        before = self._held.get(run)
+        held = (before or 0.0) + seconds
+        self._held[run] = held
+        if before is None or held // HELD_LOG_EVERY_SECONDS > before // HELD_LOG_EVERY_SECONDS:
+            self._log.warning(
+                LogEvent.DRAIN_THROTTLED,
+                run_id=run,
+                reason=ThrottleReason.REPLICA_LAG.value,
+                replica_lag_seconds=None if lag is None else round(lag, 3),
+                held_seconds=round(held, 3),
+                detail="a streaming standby is further behind than --max-replica-lag-seconds: "
+                "the drain waits for it",
+            )
 
     def _batch(self, run: str, batch: BatchResult) -> None:
         self._log.info(

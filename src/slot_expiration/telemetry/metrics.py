@@ -39,6 +39,7 @@ from slot_expiration.expiry import (
     ClockCompared,
     CycleEnded,
     CycleResult,
+    DrainThrottled,
 )
 from slot_expiration.expiry.backlog_trend import (
     BacklogSample,
@@ -190,6 +191,19 @@ class Metrics:
             "and closed.",
             registry=registry,
         )
+        self.throttled = Counter(
+            f"{PREFIX}_throttled_seconds",
+            "Seconds a drain waited between its batches, by why: a standby too far behind "
+            "(replica_lag), the rest after each batch (nice).",
+            ["reason"],
+            registry=registry,
+        )
+        self.replica_lag = Gauge(
+            f"{PREFIX}_replica_lag_seconds",
+            "The largest streaming standby lag a drain last saw (its replay's stand-still "
+            "timed where replay_lag goes stale).",
+            registry=registry,
+        )
         self.sink_failures = Counter(
             f"{PREFIX}_sink_failures",
             "Events a sink (the log, the history, the traces, ...) raised on: the event went "
@@ -211,6 +225,10 @@ class Metrics:
                 self.items.inc(batch.expired_count)
                 self.skip_locked.inc(batch.skipped_locked_count)
                 self.errors.inc(batch.failed_count)
+            case DrainThrottled(_, reason, seconds, lag):
+                self.throttled.labels(reason=reason.value).inc(seconds)
+                if lag is not None:
+                    self.replica_lag.set(lag)
             case BacklogMeasured():
                 self._measured(event)
             case CycleEnded(result):
