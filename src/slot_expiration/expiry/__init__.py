@@ -13,7 +13,8 @@ from slot_expiration.expiry.events import (
     CycleStarted,
     DrainThrottled,
     EmitCycleEvent,
-    StandbysUnseen,
+    ReplicaLagRead,
+    StandbysNotJudged,
     describe,
 )
 from slot_expiration.expiry.failure import ClockSkewError, CycleFailed, outcome_of, sqlstate_of
@@ -27,7 +28,7 @@ from slot_expiration.expiry.result import (
     StopReason,
 )
 from slot_expiration.expiry.run import CycleRun
-from slot_expiration.expiry.throttle import ThrottleReason
+from slot_expiration.expiry.throttle import StandbysUnseen, ThrottleReason
 
 __all__ = [
     "BACKLOG_COUNT_CAP",
@@ -50,6 +51,8 @@ __all__ = [
     "DrainThrottled",
     "EmitCycleEvent",
     "ExpiryCycle",
+    "ReplicaLagRead",
+    "StandbysNotJudged",
     "StandbysUnseen",
     "StopReason",
     "StoreFactory",

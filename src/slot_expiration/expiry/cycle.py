@@ -10,6 +10,7 @@ from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
+from uuid import UUID
 
 from slot_expiration.db import (
     RowRejectedError,
@@ -23,7 +24,8 @@ from slot_expiration.expiry.events import (
     BatchStarted,
     ClockCompared,
     DrainThrottled,
-    StandbysUnseen,
+    ReplicaLagRead,
+    StandbysNotJudged,
 )
 from slot_expiration.expiry.failure import ClockSkewError
 from slot_expiration.expiry.limits import CycleLimits
@@ -44,6 +46,7 @@ from slot_expiration.expiry.store import (
 from slot_expiration.expiry.throttle import (
     REPLICA_POLL_SECONDS,
     ReplicaWatch,
+    StandbysUnseen,
     ThrottleReason,
     nice_rest_seconds,
 )
@@ -91,6 +94,7 @@ class ExpiryCycle:
         self._limits = limits
         # What the standbys showed, across this worker's cycles (a stalled replay's time).
         self._standbys = ReplicaWatch()
+        self._blind: set[UUID] = set()  # the cycle that found it cannot see the standbys
         self._monotonic = monotonic
         self._clock = clock
 
@@ -166,6 +170,8 @@ class ExpiryCycle:
 
         after: Position | None = None  # where the previous batch's window ended
         while True:
+            if not await self._standbys_allow_a_batch(store, run):
+                return StopReason.STOP_REQUESTED if run.stop_requested() else StopReason.THROTTLED
             number = run.progress.batch_started()
             run.emit(BatchStarted(run.run_id, number))
             size = self._limits.size_of_batch(number)
@@ -180,46 +186,54 @@ class ExpiryCycle:
             ahead = pace.expected_seconds(self._limits.size_of_batch(number + 1))
             if (reason := self._stop_reason(run, batch, ahead)) is not None:
                 return reason
-            await self._before_next_batch(store, run, batch)
+            await self._rest(run, batch)
             if run.stop_requested():
                 return StopReason.STOP_REQUESTED
-            if self._past_deadline(run, 2 * ahead):  # the wait took what was left
-                return StopReason.BUDGET
 
-    async def _before_next_batch(
-        self, store: CycleStore, run: CycleRun, batch: BatchResult
-    ) -> None:
-        """A drain's wait before its next batch (throttle.py): the fixed pause and the nice
-        rest after the batch, then while a standby is too far behind."""
-        rest = self._limits.batch_pause_seconds
+    async def _rest(self, run: CycleRun, batch: BatchResult) -> None:
+        """After a batch that leaves more to do: the fixed pause and the nice rest, in
+        proportion to the batch's time (throttle.py)."""
         nice = nice_rest_seconds(batch.duration_ms / 1000.0, self._limits.drain_nice_ratio)
         if nice > 0:
             run.emit(DrainThrottled(run.run_id, ThrottleReason.NICE, nice))
-            run.progress.throttled_seconds += nice
-        if rest + nice > 0:
-            await run.pause(rest + nice)
-        if self._limits.max_replica_lag_seconds > 0:
-            await self._wait_for_standbys(store, run)
+            run.progress.throttled(ThrottleReason.NICE, nice)
+        if (rest := self._limits.batch_pause_seconds + nice) > 0:
+            await run.pause(rest)
 
-    async def _wait_for_standbys(self, store: CycleStore, run: CycleRun) -> None:
-        """While a streaming standby is further behind than allowed, wait (reading
-        pg_stat_replication again every REPLICA_POLL_SECONDS), each wait an event; until
-        it has caught up enough, the budget runs out, or a stop is asked for."""
+    async def _standbys_allow_a_batch(self, store: CycleStore, run: CycleRun) -> bool:
+        """Before each batch (the first of a cycle too: a standby stalled for hours must
+        not take a batch per tick): False while a streaming standby is further behind
+        than allowed and the budget runs out, or a stop is asked for. While held, the
+        standbys are read again every REPLICA_POLL_SECONDS, each wait an event. Where
+        they cannot be seen, the cycle goes on without looking again (nor failing a
+        statement per batch in the server's log)."""
+        if self._limits.max_replica_lag_seconds <= 0 or run.run_id in self._blind:
+            return True
         while not run.stop_requested():
-            async with store.transaction():
-                standbys = await store.standbys()
-            lag = self._standbys.lag_seconds(standbys, self._monotonic())
-            if lag is None:
-                run.emit(StandbysUnseen(run.run_id, len(standbys)))
-                return
-            if lag <= self._limits.max_replica_lag_seconds or self._past_deadline(run, 0.0):
-                return
+            standbys = await store.standbys()
+            lag = (
+                None
+                if standbys is None
+                else self._standbys.lag_seconds(standbys, self._monotonic())
+            )
+            if standbys is None or lag is None:
+                self._blind = {run.run_id}
+                why = StandbysUnseen.NOT_GRANTED if standbys is None else StandbysUnseen.OWNER_BLIND
+                run.emit(StandbysNotJudged(run.run_id, why))
+                return True
+            run.emit(ReplicaLagRead(run.run_id, lag))
+            if lag <= self._limits.max_replica_lag_seconds:
+                return True
             wait = REPLICA_POLL_SECONDS
             if run.deadline is not None:
-                wait = min(wait, max(run.deadline - self._monotonic(), 0.0))
+                left = run.deadline - self._monotonic()
+                if left <= 0:
+                    return False
+                wait = min(wait, left)
             run.emit(DrainThrottled(run.run_id, ThrottleReason.REPLICA_LAG, wait, lag))
-            run.progress.throttled_seconds += wait
+            run.progress.throttled(ThrottleReason.REPLICA_LAG, wait)
             await run.pause(wait)
+        return False
 
     def _past_deadline(self, run: CycleRun, ahead_seconds: float) -> bool:
         return run.deadline is not None and self._monotonic() + ahead_seconds > run.deadline

@@ -13,7 +13,7 @@ from datetime import datetime
 from uuid import UUID
 
 from slot_expiration.expiry.result import BACKLOG_COUNT_CAP, BatchResult, CycleResult
-from slot_expiration.expiry.throttle import ThrottleReason
+from slot_expiration.expiry.throttle import StandbysUnseen, ThrottleReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +56,20 @@ class DrainThrottled:
 
 
 @dataclass(frozen=True, slots=True)
-class StandbysUnseen:
-    """The drain could not see where `count` streaming standbys' replay is (the role lacks
-    pg_read_all_stats): it went on without judging their lag."""
+class ReplicaLagRead:
+    """Before a batch, the largest lag of the streaming standbys (0.0: none behind)."""
 
     run_id: UUID
-    count: int
+    lag_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class StandbysNotJudged:
+    """The drain could not see where the streaming standbys' replay is, and why: it went
+    on without judging their lag (and looks again at its next cycle)."""
+
+    run_id: UUID
+    why: StandbysUnseen
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +108,9 @@ CycleEvent = (
     | ClockCompared
     | BatchStarted
     | BatchCommitted
+    | ReplicaLagRead
     | DrainThrottled
-    | StandbysUnseen
+    | StandbysNotJudged
     | BacklogMeasured
     | CycleEnded
 )

@@ -171,17 +171,14 @@ RETURNING id, tenant_id;
 -- role lacks comes next, from the contract (schema/contract.sql, worker_problems).
 SELECT clock_timestamp() AS server_clock;
 
--- name: replica_lag
+-- name: standbys
 -- Where each streaming standby's replay is against the primary's WAL, in bytes,
--- and its own replay_lag (stale while its replay is paused: throttle.py times how
--- long it stands still). A role without pg_read_all_stats sees the standbys but
--- NULL positions: the drain then cannot judge their lag, and says so.
-SELECT concat_ws('@', application_name, coalesce(client_addr::text, 'local'), pid) AS name,
-       pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint AS wal_bytes,
-       pg_wal_lsn_diff(replay_lsn, '0/0')::bigint AS replay_bytes,
-       extract(epoch FROM replay_lag)::float8 AS replay_lag_seconds
-FROM pg_stat_replication
-WHERE state = 'streaming'
+-- and its own replay_lag (stale while its replay is paused: throttle.py keeps
+-- its own lag tracker), through the function migration 0009 made, which reads
+-- pg_stat_replication with its owner's rights: NULL positions where even those
+-- cannot see them. The drain's throttle, before each batch.
+SELECT name, wal_bytes, replay_bytes, replay_lag_seconds
+FROM slot_expiration_standbys()
 ORDER BY name;
 
 -- name: count_backlog_capped

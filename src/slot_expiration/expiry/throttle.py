@@ -6,10 +6,11 @@ long to wait, from the calendar's own signals.
   drain goes on at full speed, and a failover to it would undo that much. Before each batch
   the worker reads pg_stat_replication; while any streaming standby is further behind than
   --max-replica-lag-seconds, the drain waits, reading it again every REPLICA_POLL_SECONDS,
-  and says so. PostgreSQL's own `replay_lag` goes stale while a standby's replay is paused
-  (it is the lag of the last record replayed), so ReplicaWatch also times how long a
-  standby's `replay_lsn` has stood still behind the primary's WAL: the larger of the two is
-  its lag.
+  and says so. PostgreSQL's own `replay_lag` goes stale while a standby's replay
+  is paused (it is the lag of the last record replayed), so ReplicaWatch keeps its own lag
+  tracker, as the walsender does: when the primary's WAL passed each position the worker
+  saw; a standby's lag is how long ago the primary's WAL went past where its replay stands.
+  The larger of the two is its lag.
 - **Nice ratio.** After a batch of t seconds the drain rests --drain-nice-ratio times t: a
   slower batch (a busier database) rests longer, a share of the database left to the
   bookings whatever the load (pt-archiver's --sleep-coef, gh-ost's nice ratio).
@@ -20,6 +21,7 @@ metrics, and the time a cycle waited counts in its result (`throttled_seconds`).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -36,11 +38,18 @@ class ThrottleReason(StrEnum):
     NICE = "nice"  # the rest after each batch, in proportion to its time
 
 
+class StandbysUnseen(StrEnum):
+    """Why a drain could not judge the standbys' lag (it goes on, and says so once)."""
+
+    NOT_GRANTED = "not_granted"  # the role may not run slot_expiration_standbys(): grant
+    OWNER_BLIND = "owner_blind"  # its owner cannot see their positions: pg_read_all_stats
+
+
 @dataclass(frozen=True, slots=True)
 class Standby:
     """One streaming standby as pg_stat_replication shows it (expiry.sql, replica_lag):
     where the primary's WAL is and where the standby's replay is, in bytes; its own
-    `replay_lag`. None where the role may not see it (pg_read_all_stats)."""
+    `replay_lag`. None where the function's owner may not see them (pg_read_all_stats)."""
 
     name: str
     wal_bytes: int
@@ -56,34 +65,48 @@ class Standby:
         return self.replay_bytes is not None and self.replay_bytes >= self.wal_bytes
 
 
+# Samples of the primary's WAL position a watch keeps at most (some 40 minutes of a
+# stalled standby polled every REPLICA_POLL_SECONDS); past it the oldest go, and a lag
+# older than the oldest kept is read as at least that old.
+MAX_SAMPLES: Final = 10_000
+
+
 @dataclass(slots=True)
 class ReplicaWatch:
-    """Each standby's lag, from what pg_stat_replication showed over time: its own
-    `replay_lag`, or, where its replay stands still behind the primary's WAL, how long it
-    has stood still (`replay_lag` is stale then). Kept across batches and cycles."""
+    """Each standby's lag, from the primary's WAL positions seen over time (kept across
+    batches and cycles): how long ago the primary's WAL went past the position where the
+    standby's replay stands, or its own `replay_lag` if larger."""
 
-    # standby -> (the replay position seen standing still, since when: monotonic seconds)
-    _still: dict[str, tuple[int, float]] = field(default_factory=dict)
+    # (monotonic seconds, the primary's WAL position then), oldest first.
+    _samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
 
     def lag_seconds(self, standbys: Sequence[Standby], now: float) -> float | None:
         """The largest lag of the standbys (0.0: none behind, or none at all); None when
         the role cannot see where their replay is."""
+        if not standbys:
+            self._samples.clear()
+            return 0.0
         if any(not standby.visible for standby in standbys):
             return None
-        lags = [self._lag_of(standby, now) for standby in standbys]
-        names = {standby.name for standby in standbys}
-        self._still = {name: seen for name, seen in self._still.items() if name in names}
-        return max(lags, default=0.0)
+        wal = max(standby.wal_bytes for standby in standbys)
+        if not self._samples or self._samples[-1][1] != wal:
+            self._samples.append((now, wal))
+        lag = max(self._lag_of(standby, now) for standby in standbys)
+        self._forget_replayed(min(s.replay_bytes or 0 for s in standbys))
+        return lag
 
     def _lag_of(self, standby: Standby, now: float) -> float:
         if standby.caught_up or standby.replay_bytes is None:
-            self._still.pop(standby.name, None)
             return 0.0
-        seen = self._still.get(standby.name)
-        if seen is None or seen[0] != standby.replay_bytes:  # its replay moved on
-            self._still[standby.name] = (standby.replay_bytes, now)
-            return standby.replay_lag_seconds or 0.0
-        return max(standby.replay_lag_seconds or 0.0, now - seen[1])
+        # The first time the primary's WAL was seen past the standby's replay: what it
+        # has not replayed was written by then (a lower bound of its lag).
+        passed = next(t for t, wal in self._samples if wal > standby.replay_bytes)
+        return max(standby.replay_lag_seconds or 0.0, now - passed)
+
+    def _forget_replayed(self, replayed: int) -> None:
+        """Drop the samples every standby has replayed past, but the last of them."""
+        while len(self._samples) > 1 and self._samples[1][1] <= replayed:
+            self._samples.popleft()
 
 
 def nice_rest_seconds(batch_seconds: float, ratio: float) -> float:

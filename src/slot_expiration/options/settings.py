@@ -254,7 +254,7 @@ class CycleOptions(DatabaseOptions):
             le=100,
             description="Drain mode: after a batch of t seconds, rest this many times t before "
             "the next: a busier database (slower batches) gets longer rests; 0 = none "
-            "(docs/benchmarks.md, section d: the bookings' latency against the drain's rate).",
+            "(docs/benchmarks.md, section i: the bookings' latency against the drain's rate).",
             json_schema_extra={"allowed": "0 to 100"},
         ),
     ] = DEFAULT_DRAIN_NICE_RATIO
@@ -264,9 +264,9 @@ class CycleOptions(DatabaseOptions):
             allow_inf_nan=False,
             ge=0,
             le=3_600,
-            description="Drain mode: before each batch after the first, wait while a streaming "
-            "standby's replay is further behind than this (pg_stat_replication; the worker's "
-            "role needs pg_read_all_stats to see it); 0 = never look.",
+            description="Before each batch, wait while a streaming standby's replay is further "
+            "behind than this (read through slot_expiration_standbys(), which `grant` gives); "
+            "a cycle held until its budget ends stops as throttled; 0 = never look.",
         ),
     ] = 10.0
     max_cycle_seconds: Annotated[

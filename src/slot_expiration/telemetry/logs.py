@@ -22,6 +22,7 @@ from slot_expiration.expiry import (
     CycleResult,
     CycleStarted,
     DrainThrottled,
+    StandbysNotJudged,
     StandbysUnseen,
     ThrottleReason,
     describe,
@@ -36,6 +37,17 @@ from slot_expiration.telemetry.traces import add_trace_id
 
 # A drain held back by a standby says so again after this much more waiting.
 HELD_LOG_EVERY_SECONDS: Final = 10.0
+# What to do when a drain cannot judge the standbys' lag (drain.standbys_unseen).
+UNSEEN_ADVICE: Final = {
+    StandbysUnseen.NOT_GRANTED: "the worker's role may not run slot_expiration_standbys(), "
+    "so a drain cannot judge the standbys' lag: run `slot-expiration grant` (and "
+    "`slot-expiration migrate` first if the schema is older), or set "
+    "--max-replica-lag-seconds 0",
+    StandbysUnseen.OWNER_BLIND: "slot_expiration_standbys() runs with the rights of the role "
+    "that ran migrate, which cannot see the standbys' positions, so a drain cannot judge "
+    "their lag: GRANT pg_read_all_stats TO that role (a superuser can), or set "
+    "--max-replica-lag-seconds 0",
+}
 
 
 class LogEvent:
@@ -75,7 +87,7 @@ class LogSink:
     ) -> None:
         self._log = logger or structlog.get_logger("slot_expiration")
         self._max_skew = max_clock_skew_seconds
-        self._standbys_unseen_said = False
+        self._unseen_said: set[StandbysUnseen] = set()  # each reason said once
         self._held: dict[str, float] = {}  # run id -> seconds a standby has held its drain
 
     def __call__(self, event: Event) -> None:
@@ -91,14 +103,10 @@ class LogSink:
                 self._batch(str(run_id), batch)
             case DrainThrottled(run_id, ThrottleReason.REPLICA_LAG, seconds, lag):
                 self._held_by_standby(str(run_id), seconds, lag)
-            case StandbysUnseen(_, count) if not self._standbys_unseen_said:
-                self._standbys_unseen_said = True
+            case StandbysNotJudged(_, why) if why not in self._unseen_said:
+                self._unseen_said.add(why)
                 self._log.warning(
-                    LogEvent.STANDBYS_UNSEEN,
-                    standbys=count,
-                    detail="the worker's role sees the streaming standbys but not where their "
-                    "replay is, so a drain cannot judge their lag: grant it pg_read_all_stats "
-                    "(a superuser can), or set --max-replica-lag-seconds 0",
+                    LogEvent.STANDBYS_UNSEEN, why=why.value, detail=UNSEEN_ADVICE[why]
                 )
             case CycleEnded(result, None):
                 self._held.pop(str(result.run_id), None)

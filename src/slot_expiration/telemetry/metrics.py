@@ -40,6 +40,8 @@ from slot_expiration.expiry import (
     CycleEnded,
     CycleResult,
     DrainThrottled,
+    ReplicaLagRead,
+    ThrottleReason,
 )
 from slot_expiration.expiry.backlog_trend import (
     BacklogSample,
@@ -200,10 +202,12 @@ class Metrics:
         )
         self.replica_lag = Gauge(
             f"{PREFIX}_replica_lag_seconds",
-            "The largest streaming standby lag a drain last saw (its replay's stand-still "
-            "timed where replay_lag goes stale).",
+            "The largest lag of the streaming standbys a drain last read: how long ago "
+            "the primary's WAL went past a standby's replay (or its replay_lag if larger).",
             registry=registry,
         )
+        for reason in ThrottleReason:  # each series from 0, so that rate() sees the first
+            self.throttled.labels(reason=reason.value)
         self.sink_failures = Counter(
             f"{PREFIX}_sink_failures",
             "Events a sink (the log, the history, the traces, ...) raised on: the event went "
@@ -225,10 +229,10 @@ class Metrics:
                 self.items.inc(batch.expired_count)
                 self.skip_locked.inc(batch.skipped_locked_count)
                 self.errors.inc(batch.failed_count)
-            case DrainThrottled(_, reason, seconds, lag):
+            case ReplicaLagRead(_, lag_seconds):
+                self.replica_lag.set(lag_seconds)
+            case DrainThrottled(_, reason, seconds):
                 self.throttled.labels(reason=reason.value).inc(seconds)
-                if lag is not None:
-                    self.replica_lag.set(lag)
             case BacklogMeasured():
                 self._measured(event)
             case CycleEnded(result):
