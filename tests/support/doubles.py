@@ -39,6 +39,7 @@ def empty_result(run: CycleRun) -> CycleResult:
         backlog=None,
         clock_skew_seconds=None,
         throttled_seconds=0.0,
+        throttled_by=None,
     )
 
 

@@ -72,6 +72,7 @@ def cycle_result(
         backlog=backlog,
         clock_skew_seconds=None,
         throttled_seconds=0.0,
+        throttled_by=None,
     )
 
 
