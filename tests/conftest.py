@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from uuid import uuid4
 
 import psycopg
@@ -14,7 +15,13 @@ from psycopg import sql
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.loop import terminate_as_interrupt
 from slot_expiration.schema.migrate import upgrade
-from tests.support.artifact import stale_install_reason
+from tests.support.artifact import (
+    PACKAGE,
+    imported_from_source_tree,
+    installed_package,
+    stale_install_reason,
+    under_test,
+)
 from tests.support.database import SlotDatabase
 from tests.support.roles import PasswordRole, password_role
 
@@ -27,9 +34,16 @@ settings.register_profile("suite", deadline=None, suppress_health_check=[HealthC
 settings.load_profile("suite")
 
 
+TESTS = Path(__file__).resolve().parent
+# The tiers that test the code and may run on the source tree (./scripts/test --fast); every
+# other tier (e2e, faults, deploy, bench) proves what users install: the wheel, the image.
+SOURCE_TREE_TIERS = frozenset({"unit", "integration"})
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """The suite proves what users install: it runs only against the wheel of this checkout,
-    installed non-editable (./scripts/test builds and installs it), never the source tree."""
+    """The suite runs this checkout's code: the wheel built from it, installed non-editable
+    (./scripts/test builds and installs it), or for the unit and integration tiers the source
+    tree itself (./scripts/test --fast); never a stale install."""
     reason = stale_install_reason()
     if reason is not None:
         pytest.exit(
@@ -37,6 +51,45 @@ def pytest_configure(config: pytest.Config) -> None:
             "installs it (or: source scripts/lib/setup.sh && ensure_package)",
             returncode=pytest.ExitCode.USAGE_ERROR,
         )
+
+
+def pytest_report_header() -> str:
+    return f"slot_expiration under test: {under_test()}"
+
+
+def tier_of(item: pytest.Item) -> str:
+    """The tier a test is in: its folder under tests/."""
+    if not item.path.is_relative_to(TESTS) or item.path.parent == TESTS:
+        return str(item.path)
+    return item.path.relative_to(TESTS).parts[0]
+
+
+_REFUSED = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(trylast=True)  # after -m, -k and --deselect: the tests that will run
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not imported_from_source_tree():
+        return
+    refused = [item for item in items if tier_of(item) not in SOURCE_TREE_TIERS]
+    if not refused:
+        return
+    reason = (
+        f"{PACKAGE} is imported from the source tree ({installed_package()}): the tests of "
+        f"{', '.join(sorted({tier_of(item) for item in refused}))} run against the installed "
+        "wheel, which ./scripts/test builds and installs; on the source tree (./scripts/test "
+        "--fast) only the unit and integration tiers run"
+    )
+    if not hasattr(config, "workerinput"):
+        raise pytest.UsageError(reason)
+    # A pytest-xdist worker cannot end the run with a message: each such test fails with it.
+    for item in refused:
+        item.stash[_REFUSED] = reason
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _REFUSED in item.stash:
+        pytest.fail(item.stash[_REFUSED], pytrace=False)
 
 
 @pytest.fixture(scope="session")

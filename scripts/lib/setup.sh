@@ -175,8 +175,10 @@ new_venv() {
     }
 }
 
-ensure_venv() {  # $1: whose dependencies: "." (the package's) or ".[dev]" (with the dev extra)
-    local stamp=".venv/.installed" lock want have
+ensure_venv() {  # $1: whose dependencies: "." (the package's) or ".[dev]" (with the dev extra);
+                 # $2: the environment's folder (.venv unless given)
+    local venv="${2:-.venv}" lock want have
+    local stamp="$venv/.installed"
     lock="$(lock_for "$1")" || return
     want="$(install_stamp "$1")"
     have="$(cat "$stamp" 2>/dev/null || true)"
@@ -184,14 +186,31 @@ ensure_venv() {  # $1: whose dependencies: "." (the package's) or ".[dev]" (with
     if [ "$have" = "$want" ] || { [ "$1" = "." ] && [ "$have" = "$(install_stamp ".[dev]")" ]; }; then
         return 0
     fi
-    echo "setup: installing the locked dependencies into a new .venv from $lock" >&2
+    echo "setup: installing the locked dependencies into a new $venv from $lock" >&2
     # A new environment each time: nothing is left over from an older lock.
-    new_venv .venv
-    .venv/bin/python -m pip install -q --require-hashes -r "$BUILD_LOCK"
-    .venv/bin/python -m pip install -q --require-hashes -r "$lock"
+    new_venv "$venv"
+    "$venv/bin/python" -m pip install -q --require-hashes -r "$BUILD_LOCK"
+    "$venv/bin/python" -m pip install -q --require-hashes -r "$lock"
     # Python 3.11's venv brings a setuptools the locks do not name; no build uses it.
-    .venv/bin/python -m pip uninstall -q -y setuptools 2>/dev/null || true
+    "$venv/bin/python" -m pip uninstall -q -y setuptools 2>/dev/null || true
     echo "$want" > "$stamp"
+}
+
+# The source tree's environment (./scripts/test --fast): the locked development dependencies,
+# and the package installed editable, so that it imports src/ itself: no wheel to build after
+# a change. Apart from .venv, which holds the wheel the full suite tests.
+SOURCE_VENV=".venv-src"
+
+ensure_source_venv() {
+    local marker="$SOURCE_VENV/.editable"
+    ensure_venv ".[dev]" "$SOURCE_VENV"
+    # ensure_venv makes a new environment whenever pyproject.toml changes (its metadata, the
+    # version included, is then installed again with the package).
+    if [ ! -f "$marker" ]; then
+        echo "setup: installing the package editable into $SOURCE_VENV (it imports src/)" >&2
+        "$SOURCE_VENV/bin/python" -m pip install -q --no-deps --no-build-isolation --editable .
+        touch "$marker"
+    fi
 }
 
 # Every wheel these lock files pin, for CPython 3.11 on this machine's architecture, downloaded

@@ -5,6 +5,7 @@ other)."""
 from __future__ import annotations
 
 import re
+import tomllib
 from importlib.metadata import distribution
 from pathlib import Path
 
@@ -62,3 +63,13 @@ async def test_each_command_the_docs_name_answers_help_from_the_install(
     assert done.returncode == 0, done.describe()
     assert done.stdout.startswith(f"Usage: slot-expiration {' '.join(command)} "), done.stdout
     assert done.stderr == ""
+
+
+async def test_version_option_prints_the_pyproject_version() -> None:
+    with (REPOSITORY / "pyproject.toml").open("rb") as file:
+        version = tomllib.load(file)["project"]["version"]
+
+    done = await run_command("--version")
+
+    assert done.returncode == 0, done.describe()
+    assert done.stdout == f"slot-expiration, version {version}\n"

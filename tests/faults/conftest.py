@@ -10,14 +10,14 @@ import os
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 
 from slot_expiration.embedded import EmbeddedPostgres
 from tests.conftest import scratch_database, upgrade_template
 from tests.e2e.command import Finished, Running, with_password
-from tests.faults.workers import logged_failures
+from tests.faults.workers import Record, logged_failures
 from tests.support.fault_report import REPORT_VARIABLE, FaultFigures, FaultReport
 from tests.support.servers import ControlledServer, version_of
 
@@ -25,12 +25,6 @@ _REPORT = pytest.StashKey[FaultReport]()
 _STARTED = pytest.StashKey[float]()
 
 Measure = Callable[[str, dict[str, Any]], None]
-
-
-class Record(Protocol):
-    """Keep a fault's figures; `logs`: the commands whose failed cycles the operator sees."""
-
-    def __call__(self, figures: FaultFigures, logs: Iterable[Running | Finished] = ()) -> None: ...
 
 
 def _report(config: pytest.Config) -> FaultReport:
@@ -65,7 +59,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture
 def record_fault(request: pytest.FixtureRequest) -> Record:
-    """Keep this test's figures for docs/reliability.md (call it before asserting)."""
+    """Keep this test's figures for docs/reliability.md (FaultBooks.close calls it, before the
+    test asserts anything)."""
     report = _report(request.config)
 
     def record(figures: FaultFigures, logs: Iterable[Running | Finished] = ()) -> None:

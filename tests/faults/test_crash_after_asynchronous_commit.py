@@ -41,9 +41,10 @@ from slot_expiration.options.settings import DEFAULT_DRAIN_BATCH_SIZE
 from slot_expiration.schema.migrate import upgrade
 from tests.conftest import scratch_database, upgrade_template
 from tests.e2e.command import Finished, Running, started, with_password
-from tests.faults.conftest import Measure, Record
+from tests.faults.conftest import Measure
 from tests.faults.workers import (
-    drain_time,
+    FaultBooks,
+    Record,
     events_of,
     overdue,
     reported_expired,
@@ -52,7 +53,6 @@ from tests.faults.workers import (
     waiting_on_gate,
 )
 from tests.support.database import Row, SlotDatabase
-from tests.support.fault_report import FaultFigures
 from tests.support.ledger import Ledger
 from tests.support.servers import ControlledServer, hot_standby, promote
 
@@ -135,7 +135,7 @@ async def test_a_batch_reported_committed_is_undone_by_a_crash_only_when_commits
     args = run_args(url, "--max-batches-per-cycle", "0", *choice, batch_size=CERTAIN_BATCH)
     async with SlotDatabase.open(durable_url) as db:
         slots = await db.insert(overdue(2 * CERTAIN_BATCH))
-        ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+        books = await FaultBooks.open(db, slots, record_fault)
         await db.install_gate_for([s.id for s in slots[CERTAIN_BATCH:]])  # the second batch
         await db.close_gate()
         os.kill(await wal_writer_pid(db), signal.SIGSTOP)
@@ -150,28 +150,24 @@ async def test_a_batch_reported_committed_is_undone_by_a_crash_only_when_commits
             first = await stopped(worker)
     durable_server.start()
     async with SlotDatabase.open(durable_url) as db:
-        after_crash = AfterCrash.of(ledger, await db.rows())
+        after_crash = AfterCrash.of(books.ledger, await db.rows())
         async with started(*run_args(url, "--max-batches-per-cycle", "0", *choice)) as again:
             back = time.monotonic()
-            recovery = await drain_time(db, ledger, [again], back)
+            recovery = await books.drain_time(db, [again], back)
             second = await stopped(again)
         after = await db.rows()
 
     undone = reported_before - len(after_crash.expired)
-    audit = ledger.audit(after, reported_expired([first, second]), len(ledger.due))
-    record_fault(
-        FaultFigures(
-            f"server crashed right after a reported batch, synchronous commit {synchronous_commit}",
-            f"the WAL writer frozen (SIGSTOP), a batch of {CERTAIN_BATCH} committed and logged, "
-            "the next held inside its UPDATE; pg_ctl stop -m immediate; a new worker started",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            f"from the new worker's launch; {undone} of the {reported_before} expiries reported "
-            "before the crash were undone by it and expired again once",
-        ),
-        logs=[first, second],
+    audit = books.close(
+        after,
+        [first, second],
+        fault=f"server crashed right after a reported batch, synchronous commit "
+        f"{synchronous_commit}",
+        injection=f"the WAL writer frozen (SIGSTOP), a batch of {CERTAIN_BATCH} committed and "
+        "logged, the next held inside its UPDATE; pg_ctl stop -m immediate; a new worker started",
+        recovery=recovery,
+        note=f"from the new worker's launch; {undone} of the {reported_before} expiries reported "
+        "before the crash were undone by it and expired again once",
     )
     assert reported_before == CERTAIN_BATCH, first.describe()
     assert not after_crash.other, after_crash.other
@@ -252,8 +248,8 @@ async def test_crashes_at_random_points_of_a_drain_lose_nothing_and_redo_an_undo
         slots = await db.insert(overdue(DRAIN_ROWS + POISON_ROWS))
         # Among the first batches: quarantined before the first crash can come.
         poison = [s.id for s in rng.sample(slots[: 10 * DRAIN_BATCH], POISON_ROWS)]
-        owed = [s.id for s in slots if s.id not in poison]
-        ledger = Ledger.of(await db.rows(), owed)
+        books = await FaultBooks.open(db, [s for s in slots if s.id not in poison], record_fault)
+        ledger = books.ledger
         await db.install_poison_trigger(poison, "P0001")
     workers: list[Finished] = []
     crashes: list[Crash] = []
@@ -298,29 +294,25 @@ async def test_crashes_at_random_points_of_a_drain_lose_nothing_and_redo_an_undo
     async with SlotDatabase.open(durable_url) as db:
         async with started(*args) as last:
             back = time.monotonic()
-            recovery = await drain_time(db, ledger, [last], back)
+            recovery = await books.drain_time(db, [last], back)
             workers.append(await stopped(last))
         after, quarantine = await db.rows(), await db.quarantine()
 
-    audit = ledger.audit(after, reported_expired(workers), len(ledger.due))
     for crash in crashes:
         measure("crash-points", crash.row(seed))
-    record_fault(
-        FaultFigures(
-            f"server crashed ({mode}) at {CRASHES} random points of a drain, commits asynchronous",
-            f"{'pg_ctl stop -m immediate' if mode == 'immediate' else 'SIGKILL of the postmaster'}"
-            f" after a random number of batches at the default sizes (500, then {DRAIN_BATCH}; "
-            f"{DRAIN_ROWS} rows and {POISON_ROWS} poison rows), {CRASHES} times, a new worker "
-            f"each time; seed {seed}",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            f"from the last restart; {undone} expiries undone by the crashes and expired again "
-            f"once, {unanswered} committed without an answer, "
-            f"{sum(c.quarantine_lost for c in crashes)} quarantine entries undone",
-        ),
-        logs=workers,
+    how = "pg_ctl stop -m immediate" if mode == "immediate" else "SIGKILL of the postmaster"
+    audit = books.close(
+        after,
+        workers,
+        fault=f"server crashed ({mode}) at {CRASHES} random points of a drain, commits "
+        "asynchronous",
+        injection=f"{how} after a random number of batches at the default sizes (500, then "
+        f"{DRAIN_BATCH}; {DRAIN_ROWS} rows and {POISON_ROWS} poison rows), {CRASHES} times, a "
+        f"new worker each time; seed {seed}",
+        recovery=recovery,
+        note=f"from the last restart; {undone} expiries undone by the crashes and expired again "
+        f"once, {unanswered} committed without an answer, "
+        f"{sum(c.quarantine_lost for c in crashes)} quarantine entries undone",
     )
     assert audit.rows_kept, (seed, audit.describe())
     assert audit.unreported == unanswered - undone, (seed, audit.describe())
@@ -363,8 +355,7 @@ async def test_a_failover_to_an_asynchronous_standby_mid_drain_redoes_what_it_un
     with EmbeddedPostgres(settings=DURABLE_SERVER) as primary:
         upgrade(primary.url)
         async with SlotDatabase.open(primary.url) as db:
-            slots = await db.insert(overdue(DRAIN_ROWS))
-            ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+            books = await FaultBooks.open(db, await db.insert(overdue(DRAIN_ROWS)), record_fault)
         with hot_standby(primary) as standby:
             server = ControlledServer(primary)
             url = with_password(primary.url)
@@ -376,10 +367,10 @@ async def test_a_failover_to_an_asynchronous_standby_mid_drain_redoes_what_it_un
             promote(standby)
             failed_over = time.monotonic()
             async with SlotDatabase.open(standby.url) as db:
-                after_failover = AfterCrash.of(ledger, await db.rows())
+                after_failover = AfterCrash.of(books.ledger, await db.rows())
                 url = with_password(standby.url)
                 async with started(*run_args(url, *drain, batch_size=None)) as again:
-                    recovery = await drain_time(db, ledger, [again], failed_over)
+                    recovery = await books.drain_time(db, [again], failed_over)
                     second = await stopped(again)
                 after = await db.rows()
 
@@ -388,24 +379,19 @@ async def test_a_failover_to_an_asynchronous_standby_mid_drain_redoes_what_it_un
     failover = Failover(
         batches, reported, len(after_failover.expired), max(difference, 0), max(-difference, 0)
     )
-    audit = ledger.audit(after, reported_expired([first, second]), len(ledger.due))
     measure("failover-points", failover.row(seed))
-    record_fault(
-        FaultFigures(
-            "failover to an asynchronous standby mid-drain, commits asynchronous",
-            "a durable primary streaming to a hot standby (pg_basebackup -R, asynchronous); "
-            f"the worker drains {DRAIN_ROWS} rows at the default batch sizes; SIGKILL of the "
-            "primary's postmaster after a random number of batches, pg_promote() on the "
-            f"standby, a new worker on it; seed {seed}",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            f"from the promotion; {failover.undone} of the {reported} expiries reported before "
-            f"the failover were not on the standby and were expired again once, "
-            f"{failover.unanswered} committed without an answer",
-        ),
-        logs=[first, second],
+    audit = books.close(
+        after,
+        [first, second],
+        fault="failover to an asynchronous standby mid-drain, commits asynchronous",
+        injection="a durable primary streaming to a hot standby (pg_basebackup -R, "
+        f"asynchronous); the worker drains {DRAIN_ROWS} rows at the default batch sizes; "
+        "SIGKILL of the primary's postmaster after a random number of batches, pg_promote() on "
+        f"the standby, a new worker on it; seed {seed}",
+        recovery=recovery,
+        note=f"from the promotion; {failover.undone} of the {reported} expiries reported before "
+        f"the failover were not on the standby and were expired again once, "
+        f"{failover.unanswered} committed without an answer",
     )
     assert not after_failover.other, (seed, after_failover.other)
     assert failover.unanswered <= DRAIN_BATCH, (seed, failover)

@@ -17,20 +17,16 @@ from slot_expiration.domain import Slot
 from slot_expiration.embedded import EmbeddedPostgres
 from slot_expiration.schema.migrate import upgrade
 from tests.e2e.command import started, with_password
-from tests.faults.conftest import Record
 from tests.faults.workers import (
-    at_risk,
-    drain_time,
+    FaultBooks,
+    Record,
     events_of,
     failed_cycles,
     overdue,
-    reported_expired,
     run_args,
     stopped,
 )
 from tests.support.database import SlotDatabase
-from tests.support.fault_report import FaultFigures
-from tests.support.ledger import Ledger
 from tests.support.servers import hot_standby, in_recovery, promote
 
 pytestmark = pytest.mark.faults
@@ -63,40 +59,35 @@ async def test_a_read_only_standby_fails_cycles_writes_nothing_then_drains_once_
 ) -> None:
     url = with_password(pair.standby.url)
     async with SlotDatabase.open(pair.standby.url) as replica:
-        ledger = Ledger.of(await replica.rows(), [s.id for s in pair.slots])
-        risk = await at_risk(replica, ledger)
+        books = await FaultBooks.open(replica, pair.slots, record_fault)
+        await books.strike(replica)
         async with started(*run_args(url, batch_size=BATCH)) as worker:
             await worker.until(
                 lambda: failed_cycles(worker) >= READ_ONLY_CYCLES,
                 "cycles failing on the read-only standby",
             )
-            unchanged = await replica.rows() == ledger.before
+            unchanged = await replica.rows() == books.ledger.before
             promote(pair.standby)
             promoted = time.monotonic()
-            recovery = await drain_time(replica, ledger, [worker], promoted)
+            recovery = await books.drain_time(replica, [worker], promoted)
             done = await stopped(worker)
         after = await replica.rows()
     async with SlotDatabase.open(pair.primary.url) as primary:
         primary_after = await primary.rows()
 
-    audit = ledger.audit(after, reported_expired([done]), risk)
-    record_fault(
-        FaultFigures(
-            "read-only database (failover to a replica)",
-            "the worker's URL points at a hot standby (pg_basebackup -R) for "
-            f"{READ_ONLY_CYCLES} cycles, then the standby is promoted (pg_promote())",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            "from the promotion; the worker is not restarted",
-        ),
-        logs=[done],
+    audit = books.close(
+        after,
+        [done],
+        fault="read-only database (failover to a replica)",
+        injection="the worker's URL points at a hot standby (pg_basebackup -R) for "
+        f"{READ_ONLY_CYCLES} cycles, then the standby is promoted (pg_promote())",
+        recovery=recovery,
+        note="from the promotion; the worker is not restarted",
     )
     assert unchanged  # nothing written while read-only
     read_only = events_of(done, "cycle.failed")[:READ_ONLY_CYCLES]
     assert {e["error_type"] for e in read_only} == {"TransientStoreError"}, done.describe()
     assert all("read-only transaction" in e["exception"] for e in read_only), done.describe()
-    assert primary_after == ledger.before  # the old primary was never written to either
+    assert primary_after == books.ledger.before  # the old primary was never written to either
     assert done.returncode == 0, done.describe()
     assert audit.clean, audit.describe()

@@ -11,21 +11,18 @@ import psycopg
 import pytest
 
 from tests.e2e.command import started
-from tests.faults.conftest import Record
 from tests.faults.workers import (
+    FaultBooks,
+    Record,
     at_risk,
-    drain_time,
     events_of,
     failed_cycles,
     overdue,
-    reported_expired,
     run_args,
     stopped,
     waiting_on_gate,
 )
 from tests.support.database import GATE_KEY, SlotDatabase, install_deferred_trigger, rows_locked
-from tests.support.fault_report import FaultFigures
-from tests.support.ledger import Ledger
 from tests.support.tcp_proxy import FreezableProxy
 
 pytestmark = pytest.mark.faults
@@ -37,8 +34,7 @@ BUDGET_SECONDS = 2.0
 async def test_network_frozen_mid_batch_rolls_it_back_and_drains_once_it_flows_again(
     db: SlotDatabase, secret_url: str, record_fault: Record
 ) -> None:
-    slots = await db.insert(overdue(BACKLOG))
-    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+    books = await FaultBooks.open(db, await db.insert(overdue(BACKLOG)), record_fault)
     await db.install_gate_trigger()
     await db.close_gate()
     budget = ("--max-cycle-seconds", str(BUDGET_SECONDS))
@@ -47,7 +43,7 @@ async def test_network_frozen_mid_batch_rolls_it_back_and_drains_once_it_flows_a
         url = proxy.url_through(secret_url)
         async with started(*run_args(url, *budget, batch_size=BATCH)) as worker:
             await worker.until(lambda: waiting_on_gate(db), "the batch waiting on the gate")
-            risk = await at_risk(db, ledger)
+            await books.strike(db)
             proxy.freeze()
             frozen = time.monotonic()
             await db.open_gate()  # the UPDATE ends at the server; its answer never arrives
@@ -56,22 +52,17 @@ async def test_network_frozen_mid_batch_rolls_it_back_and_drains_once_it_flows_a
             await worker.until(lambda: failed_cycles(worker) >= 2, "a second cycle failing")
             proxy.thaw()
             thawed = time.monotonic()
-            recovery = await drain_time(db, ledger, [worker], thawed)
+            recovery = await books.drain_time(db, [worker], thawed)
             done = await stopped(worker)
 
-    audit = ledger.audit(await db.rows(), reported_expired([done]), risk)
-    record_fault(
-        FaultFigures(
-            "network to the server frozen mid-batch",
-            f"a TCP proxy stops passing bytes (closes nothing) while a batch of {BATCH} is "
-            f"inside its UPDATE; budget {BUDGET_SECONDS:g} s; thawed after 2 failed cycles",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            f"from the thaw; the frozen cycle gave up {gave_up:.1f} s after the freeze",
-        ),
-        logs=[done],
+    audit = books.close(
+        await db.rows(),
+        [done],
+        fault="network to the server frozen mid-batch",
+        injection=f"a TCP proxy stops passing bytes (closes nothing) while a batch of {BATCH} is "
+        f"inside its UPDATE; budget {BUDGET_SECONDS:g} s; thawed after 2 failed cycles",
+        recovery=recovery,
+        note=f"from the thaw; the frozen cycle gave up {gave_up:.1f} s after the freeze",
     )
     assert done.returncode == 0, done.describe()
     assert audit.clean, audit.describe()
@@ -80,43 +71,39 @@ async def test_network_frozen_mid_batch_rolls_it_back_and_drains_once_it_flows_a
 async def test_network_frozen_during_commit_changes_each_row_once_and_says_it_is_in_doubt(
     db: SlotDatabase, secret_url: str, record_fault: Record
 ) -> None:
-    slots = await db.insert(overdue(BACKLOG))
-    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+    books = await FaultBooks.open(db, await db.insert(overdue(BACKLOG)), record_fault)
     await install_deferred_trigger(db, f"PERFORM pg_advisory_xact_lock_shared({GATE_KEY});")
     await db.close_gate()  # deferred triggers run inside COMMIT: the batch waits there
     budget = ("--max-cycle-seconds", str(BUDGET_SECONDS))
 
     async def committed() -> bool:
-        return BACKLOG - await at_risk(db, ledger) == BATCH
+        return BACKLOG - await at_risk(db, books.ledger) == BATCH
 
     async with FreezableProxy.serving(secret_url) as proxy:
         url = proxy.url_through(secret_url)
         async with started(*run_args(url, *budget, batch_size=BATCH)) as worker:
             await worker.until(lambda: waiting_on_gate(db), "the batch waiting inside COMMIT")
-            risk = await at_risk(db, ledger)
+            await books.strike(db)
             proxy.freeze()
             await db.open_gate()  # the server commits; the answer never reaches the worker
             await worker.until(committed, "the batch committed at the server")
             await worker.until(lambda: failed_cycles(worker) >= 1, "the cycle given up")
             proxy.thaw()
             thawed = time.monotonic()
-            recovery = await drain_time(db, ledger, [worker], thawed)
+            recovery = await books.drain_time(db, [worker], thawed)
             done = await stopped(worker)
 
-    audit = ledger.audit(await db.rows(), reported_expired([done]), risk)
-    record_fault(
-        FaultFigures(
-            "network to the server frozen during COMMIT",
-            f"a TCP proxy freezes while the COMMIT of a batch of {BATCH} waits at the server "
-            "(a deferred trigger); the server then commits, its answer never arrives",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            f"from the thaw; {audit.unreported} rows committed that no cycle could report: "
-            "the cycle.failed line says the batch may or may not have committed",
+    audit = books.close(
+        await db.rows(),
+        [done],
+        fault="network to the server frozen during COMMIT",
+        injection=f"a TCP proxy freezes while the COMMIT of a batch of {BATCH} waits at the "
+        "server (a deferred trigger); the server then commits, its answer never arrives",
+        recovery=recovery,
+        note=lambda audit: (
+            f"from the thaw; {audit.unreported} rows committed that no cycle "
+            "could report: the cycle.failed line says the batch may or may not have committed"
         ),
-        logs=[done],
     )
     in_doubt = events_of(done, "cycle.failed")[0]
     assert "may or may not have committed" in in_doubt["exception"], done.describe()
@@ -136,9 +123,8 @@ async def table_locked(url: str) -> AsyncIterator[None]:
 async def test_table_lock_held_by_another_session_fails_cycles_quickly_then_drains(
     db: SlotDatabase, secret_url: str, record_fault: Record
 ) -> None:
-    slots = await db.insert(overdue(BACKLOG))
-    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
-    risk = await at_risk(db, ledger)  # the lock would make this query wait
+    books = await FaultBooks.open(db, await db.insert(overdue(BACKLOG)), record_fault)
+    await books.strike(db)  # the lock would make this query wait
     args = run_args(secret_url, "--lock-timeout-seconds", "0.3", batch_size=BATCH)
 
     async with AsyncExitStack() as lock:
@@ -147,22 +133,17 @@ async def test_table_lock_held_by_another_session_fails_cycles_quickly_then_drai
             await worker.until(lambda: failed_cycles(worker) >= 3, "cycles failing on the lock")
             await lock.aclose()
             released = time.monotonic()
-            recovery = await drain_time(db, ledger, [worker], released)
+            recovery = await books.drain_time(db, [worker], released)
             done = await stopped(worker)
 
-    audit = ledger.audit(await db.rows(), reported_expired([done]), risk)
-    record_fault(
-        FaultFigures(
-            "table lock held by another session",
-            "LOCK TABLE availability_slots IN ACCESS EXCLUSIVE MODE in another session "
-            "(as a migration would) for 3 cycles; --lock-timeout-seconds 0.3",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            "from the release",
-        ),
-        logs=[done],
+    audit = books.close(
+        await db.rows(),
+        [done],
+        fault="table lock held by another session",
+        injection="LOCK TABLE availability_slots IN ACCESS EXCLUSIVE MODE in another session "
+        "(as a migration would) for 3 cycles; --lock-timeout-seconds 0.3",
+        recovery=recovery,
+        note="from the release",
     )
     failures = events_of(done, "cycle.failed")
     assert all("lock timeout" in e["exception"] for e in failures), done.describe()
@@ -176,8 +157,8 @@ async def test_rows_held_by_other_transactions_are_passed_over_then_expired_once
     slots = await db.insert(overdue(BACKLOG))
     held = slots[10:20]  # inside the first batch
     free = [s.id for s in slots if s not in held]
-    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
-    risk = await at_risk(db, ledger)
+    books = await FaultBooks.open(db, slots, record_fault)
+    await books.strike(db)
 
     async def passed_over_twice(worker_events: list[dict[str, object]]) -> bool:
         statuses = await db.statuses()
@@ -194,22 +175,17 @@ async def test_rows_held_by_other_transactions_are_passed_over_then_expired_once
             )
             await holding.aclose()
             released = time.monotonic()
-            recovery = await drain_time(db, ledger, [worker], released)
+            recovery = await books.drain_time(db, [worker], released)
             done = await stopped(worker)
 
-    audit = ledger.audit(await db.rows(), reported_expired([done]), risk)
-    record_fault(
-        FaultFigures(
-            "overdue rows held by other transactions longer than a cycle",
-            f"another transaction holds {len(held)} of the oldest rows FOR UPDATE "
-            "(as a booking would) over several cycles",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            "from the release; the rest expired meanwhile",
-        ),
-        logs=[done],
+    audit = books.close(
+        await db.rows(),
+        [done],
+        fault="overdue rows held by other transactions longer than a cycle",
+        injection=f"another transaction holds {len(held)} of the oldest rows FOR UPDATE "
+        "(as a booking would) over several cycles",
+        recovery=recovery,
+        note="from the release; the rest expired meanwhile",
     )
     assert failed_cycles(done) == 0, done.describe()
     assert audit.clean, audit.describe()

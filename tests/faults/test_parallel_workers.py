@@ -12,11 +12,11 @@ from contextlib import AsyncExitStack
 import pytest
 
 from tests.e2e.command import Running, eventually, started
-from tests.faults.conftest import Measure, Record
+from tests.faults.conftest import Measure
 from tests.faults.workers import (
     INTERVAL_SECONDS,
-    at_risk,
-    drain_time,
+    FaultBooks,
+    Record,
     events_of,
     overdue,
     reported_expired,
@@ -25,8 +25,6 @@ from tests.faults.workers import (
     waiting_on_gate,
 )
 from tests.support.database import SlotDatabase
-from tests.support.fault_report import FaultFigures
-from tests.support.ledger import Ledger
 
 pytestmark = pytest.mark.faults
 
@@ -40,8 +38,7 @@ PATIENT = ("--lock-timeout-seconds", "60")
 async def test_workers_side_by_side_expire_each_row_exactly_once(
     db: SlotDatabase, secret_url: str, record_fault: Record, measure: Measure, workers: int
 ) -> None:
-    slots = await db.insert(overdue(BACKLOG))
-    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+    books = await FaultBooks.open(db, await db.insert(overdue(BACKLOG)), record_fault)
     await db.install_gate_trigger()
     await db.close_gate()
 
@@ -55,13 +52,21 @@ async def test_workers_side_by_side_expire_each_row_exactly_once(
         await eventually(
             lambda: waiting_on_gate(db, workers), "every worker's first batch on the gate"
         )
-        risk = await at_risk(db, ledger)
+        await books.strike(db)
         await db.open_gate()
         opened = time.monotonic()
-        seconds = await drain_time(db, ledger, running, opened)
+        seconds = await books.drain_time(db, running, opened)
         finished = [await stopped(worker) for worker in running]
 
-    audit = ledger.audit(await db.rows(), reported_expired(finished), risk)
+    audit = books.close(
+        await db.rows(),
+        finished,
+        fault=f"{workers} worker{'s' if workers > 1 else ''} on one backlog",
+        injection=f"{workers} `run` processes (batch {BATCH}, tick {INTERVAL_SECONDS} s) on "
+        f"{BACKLOG} overdue rows, their first batches released together",
+        recovery=seconds,
+        note="time to drain the backlog, from the release",
+    )
     per_worker = [reported_expired([f]) for f in finished]
     cycles = [e for f in finished for e in events_of(f, "cycle.completed")]
     skipped = sum(e["skipped_locked_count"] for e in cycles)
@@ -76,20 +81,6 @@ async def test_workers_side_by_side_expire_each_row_exactly_once(
             "rows passed over (skipped, locked)": skipped,
             "rows done twice": len(audit.done_twice),
         },
-    )
-    record_fault(
-        FaultFigures(
-            f"{workers} worker{'s' if workers > 1 else ''} on one backlog",
-            f"{workers} `run` processes (batch {BATCH}, tick {INTERVAL_SECONDS} s) on {BACKLOG} "
-            "overdue rows, "
-            "their first batches released together",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            seconds,
-            "time to drain the backlog, from the release",
-        ),
-        logs=finished,
     )
     assert all(f.returncode == 0 for f in finished), [f.describe() for f in finished]
     assert not [e for f in finished for e in events_of(f, "cycle.failed")]

@@ -19,12 +19,10 @@ import pytest
 from slot_expiration.domain import SlotStatus
 from tests.e2e.command import run_command
 from tests.faults.clocked import ClockedCycles, Tick
-from tests.faults.conftest import Measure, Record
-from tests.faults.workers import events_of, overdue
+from tests.faults.conftest import Measure
+from tests.faults.workers import FaultBooks, Record, events_of, overdue
 from tests.support.cycles import default_backoff
 from tests.support.database import SlotDatabase
-from tests.support.fault_report import FaultFigures
-from tests.support.ledger import Ledger
 from tests.support.slots import AS_OF, past_slots
 
 pytestmark = pytest.mark.faults
@@ -45,27 +43,26 @@ async def test_healthy_rows_behind_poison_drain_at_the_normal_rate_and_poison_wa
     poison, healthy = slots[:poison_rows], slots[poison_rows:]
     if poison:
         await db.install_poison_trigger([p.id for p in poison], "P0001")
-    ledger = Ledger.of(await db.rows(), [s.id for s in healthy])
+    books = await FaultBooks.open(db, healthy, record_fault)
     worker = ClockedCycles(db.url, BATCH, default_backoff())
 
     await worker.until(LAST_CYCLE_AT)
 
-    audit = ledger.audit(await db.rows(), worker.reported_expired, len(healthy))
     publish(measure, worker, poison_rows)
     if poison:
-        record_fault(
-            FaultFigures(
-                "1,500 poison rows at the head, 1,000 healthy behind (the scale an operator met)",
-                "a trigger rejects the 1,500 oldest overdue rows (P0001); batch 500; "
-                "cycles every 300 s on an injected clock until t = 4,500 s",
-                audit.rows_at_risk,
-                len(audit.lost),
-                len(audit.done_twice),
-                None,
-                "healthy: 500 + 500 in the first two cycles, as with no poison; poison rows "
-                "stay Available, retried at 300, 900, 2,100 and 4,500 s",
-            )
+        audit = books.close(
+            await db.rows(),
+            [],
+            reported=worker.reported_expired,
+            fault="1,500 poison rows at the head, 1,000 healthy behind (the scale an operator met)",
+            injection="a trigger rejects the 1,500 oldest overdue rows (P0001); batch 500; "
+            "cycles every 300 s on an injected clock until t = 4,500 s",
+            recovery=None,
+            note="healthy: 500 + 500 in the first two cycles, as with no poison; poison rows "
+            "stay Available, retried at 300, 900, 2,100 and 4,500 s",
         )
+    else:  # the comparison, in the measurements only
+        audit = books.audit(await db.rows(), reported=worker.reported_expired)
     expired = [outcome.expired_count for outcome in worker.outcomes]
     assert expired[:2] == [BATCH, BATCH]  # the normal rate: 1,000 rows in two cycles
     assert sum(expired[2:]) == 0
@@ -118,7 +115,7 @@ async def test_as_the_operator_ran_it_once_twice_drains_the_healthy_rows_behind_
     slots = await db.insert(overdue(POISON + HEALTHY))
     poison, healthy = slots[:POISON], slots[POISON:]
     await db.install_poison_trigger([p.id for p in poison], "P0001")
-    ledger = Ledger.of(await db.rows(), [s.id for s in healthy])
+    books = await FaultBooks.open(db, healthy, record_fault)
     # The top-up past the poison rows may use half the cycle's budget; here it takes about 3 s.
     # A wide budget keeps a slow machine from cutting it short (that would be the budget
     # doing its job, not the fault this test is about).
@@ -141,7 +138,6 @@ async def test_as_the_operator_ran_it_once_twice_drains_the_healthy_rows_behind_
         assert done.returncode == 0, done.describe()
         summaries.append(json.loads(done.stdout))
 
-    audit = ledger.audit(await db.rows(), sum(s["expired_count"] for s in summaries), len(healthy))
     for number, ((done, seconds), summary) in enumerate(zip(runs, summaries, strict=True)):
         measure(
             "poison-once-runs",
@@ -155,18 +151,16 @@ async def test_as_the_operator_ran_it_once_twice_drains_the_healthy_rows_behind_
                 "took (wall, process)": f"{seconds:.1f} s",
             },
         )
-    record_fault(
-        FaultFigures(
-            "1,500 poison rows at the head, three `once` runs (real clock)",
-            "a trigger rejects the 1,500 oldest overdue rows (P0001); `once --json --batch-size "
-            "500 --max-cycle-seconds 120` run three times in a row",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            None,
-            f"healthy: {' + '.join(str(s['expired_count']) for s in summaries)}; "
-            "poison rows quarantined for 300 s after the first run",
-        )
+    audit = books.close(
+        await db.rows(),
+        [],
+        reported=sum(s["expired_count"] for s in summaries),
+        fault="1,500 poison rows at the head, three `once` runs (real clock)",
+        injection="a trigger rejects the 1,500 oldest overdue rows (P0001); `once --json "
+        "--batch-size 500 --max-cycle-seconds 120` run three times in a row",
+        recovery=None,
+        note=f"healthy: {' + '.join(str(s['expired_count']) for s in summaries)}; "
+        "poison rows quarantined for 300 s after the first run",
     )
     assert [s["expired_count"] for s in summaries] == [BATCH, BATCH, 0]
     assert [s["failed_count"] for s in summaries] == [POISON, 0, 0]

@@ -17,9 +17,8 @@ import pytest
 
 from slot_expiration.domain import Slot, SlotRef
 from tests.faults.clocked import ClockedCycles
-from tests.faults.conftest import Record
+from tests.faults.workers import FaultBooks, Record
 from tests.support.database import SlotDatabase
-from tests.support.fault_report import FaultFigures
 from tests.support.ledger import Ledger
 from tests.support.slots import past_slots
 
@@ -59,28 +58,25 @@ async def test_a_poison_row_anywhere_in_a_batch_holds_back_nothing_and_expires_o
     slots = await db.insert(past_slots(25))
     poison = slots[index]
     await db.install_poison_trigger([poison.id], "P0001")
-    ledger = Ledger.of(await db.rows(), ids(slots))
+    books = await FaultBooks.open(db, slots, record_fault)
     worker = ClockedCycles(db.url, BATCH)
 
     for _ in range(3):  # t = 0, 300 (its first retry), 600 (quarantined until 900)
         await worker.tick()
     healthy_per_cycle = [o.expired_count for o in worker.outcomes]
     await fix_the_data(db)
-    fixed_for = await tick_until_drained(db, ledger, worker)
+    fixed_for = await tick_until_drained(db, books.ledger, worker)
 
-    audit = ledger.audit(await db.rows(), worker.reported_expired, len(slots))
-    record_fault(
-        FaultFigures(
-            f"a poison row at the {where} of a batch",
-            f"a trigger rejects row {index + 1} of the first batch of {BATCH} (P0001); "
-            "fixed (trigger dropped) after 3 cycles",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            None,
-            f"healthy rows: {healthy_per_cycle} per cycle, none held back; the poison row "
-            f"expired {fixed_for} s (worker clock) after the fix, at its next attempt",
-        )
+    audit = books.close(
+        await db.rows(),
+        [],
+        reported=worker.reported_expired,
+        fault=f"a poison row at the {where} of a batch",
+        injection=f"a trigger rejects row {index + 1} of the first batch of {BATCH} (P0001); "
+        "fixed (trigger dropped) after 3 cycles",
+        recovery=None,
+        note=f"healthy rows: {healthy_per_cycle} per cycle, none held back; the poison row "
+        f"expired {fixed_for} s (worker clock) after the fix, at its next attempt",
     )
     assert healthy_per_cycle == [BATCH, BATCH, 4]  # 24 healthy rows, topped up past it
     assert failed_per_cycle(worker)[:3] == [[poison.id], [poison.id], []]
@@ -94,26 +90,24 @@ async def test_a_batch_of_only_poison_rows_is_quarantined_whole_and_expires_once
 ) -> None:
     slots = await db.insert(past_slots(BATCH))
     await db.install_poison_trigger(ids(slots), "P0001")
-    ledger = Ledger.of(await db.rows(), ids(slots))
+    books = await FaultBooks.open(db, slots, record_fault)
     worker = ClockedCycles(db.url, BATCH)
 
     for _ in range(3):
         await worker.tick()
     await fix_the_data(db)
-    fixed_for = await tick_until_drained(db, ledger, worker)
+    fixed_for = await tick_until_drained(db, books.ledger, worker)
 
-    audit = ledger.audit(await db.rows(), worker.reported_expired, len(slots))
-    record_fault(
-        FaultFigures(
-            "a batch of only poison rows",
-            f"a trigger rejects every row of the only batch ({BATCH} rows); fixed after 3 cycles",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            None,
-            f"all {BATCH} retried at 300 s, passed over at 600 s; expired {fixed_for} s "
-            "(worker clock) after the fix",
-        )
+    audit = books.close(
+        await db.rows(),
+        [],
+        reported=worker.reported_expired,
+        fault="a batch of only poison rows",
+        injection=f"a trigger rejects every row of the only batch ({BATCH} rows); fixed after 3 "
+        "cycles",
+        recovery=None,
+        note=f"all {BATCH} retried at 300 s, passed over at 600 s; expired {fixed_for} s "
+        "(worker clock) after the fix",
     )
     tried = [outcome.selected_count for outcome in worker.outcomes]
     assert tried[:3] == [BATCH, BATCH, 0]  # t = 600: all in quarantine, nothing locked
@@ -128,27 +122,24 @@ async def test_more_poison_rows_at_the_head_than_three_batches_leave_the_rate_un
     slots = await db.insert(past_slots(55))
     poison, healthy = slots[:35], slots[35:]  # 35 poison rows: more than 3 batches of 10
     await db.install_poison_trigger(ids(poison), "P0001")
-    ledger = Ledger.of(await db.rows(), ids(slots))
+    books = await FaultBooks.open(db, slots, record_fault)
     worker = ClockedCycles(db.url, BATCH)
 
     first, second = await worker.tick(), await worker.tick()
     await fix_the_data(db)
-    fixed_for = await tick_until_drained(db, ledger, worker)
+    fixed_for = await tick_until_drained(db, books.ledger, worker)
 
-    audit = ledger.audit(await db.rows(), worker.reported_expired, len(slots))
-    record_fault(
-        FaultFigures(
-            "more poison rows at the head than three batches",
-            f"a trigger rejects the 35 oldest rows (3.5 batches of {BATCH}); 20 healthy behind; "
-            "fixed after 2 cycles",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            None,
-            f"healthy rows: {first.expired_count} + {second.expired_count} in the first two "
-            f"cycles (the normal rate); the poison rows expired within {fixed_for} s "
-            "(worker clock) of the fix",
-        )
+    audit = books.close(
+        await db.rows(),
+        [],
+        reported=worker.reported_expired,
+        fault="more poison rows at the head than three batches",
+        injection=f"a trigger rejects the 35 oldest rows (3.5 batches of {BATCH}); 20 healthy "
+        "behind; fixed after 2 cycles",
+        recovery=None,
+        note=f"healthy rows: {first.expired_count} + {second.expired_count} in the first two "
+        f"cycles (the normal rate); the poison rows expired within {fixed_for} s "
+        "(worker clock) of the fix",
     )
     assert ids([*first.expired, *second.expired]) == ids(healthy)  # oldest first, full batches
     assert failed_per_cycle(worker)[:2] == [ids(poison), ids(poison)]

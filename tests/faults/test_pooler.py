@@ -17,20 +17,16 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.e2e.command import Running, started
-from tests.faults.conftest import Record
 from tests.faults.workers import (
-    at_risk,
-    drain_time,
+    FaultBooks,
+    Record,
     events_of,
     failed_cycles,
     overdue,
-    reported_expired,
     run_args,
     stopped,
 )
 from tests.support.database import SlotDatabase
-from tests.support.fault_report import FaultFigures
-from tests.support.ledger import Ledger
 from tests.support.servers import pgbouncer
 
 pytestmark = pytest.mark.faults
@@ -51,35 +47,29 @@ def port_of(url: str) -> int:
 async def test_two_draining_workers_behind_pgbouncer_in_transaction_mode_expire_each_row_once(
     db: SlotDatabase, database_url: str, record_fault: Record
 ) -> None:
-    slots = await db.insert(overdue(BACKLOG))
-    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+    books = await FaultBooks.open(db, await db.insert(overdue(BACKLOG)), record_fault)
 
     with pgbouncer(port_of(database_url), pool_size=2) as bouncer:
         url = bouncer.url_for(database_url)
-        risk = await at_risk(db, ledger)
+        await books.strike(db)
         began = time.monotonic()
         async with AsyncExitStack() as stack:
             workers: list[Running] = [
                 await stack.enter_async_context(started(*run_args(url, *DRAIN, batch_size=BATCH)))
                 for _ in range(WORKERS)
             ]
-            seconds = await drain_time(db, ledger, workers, began, POOLER_TIMEOUT_SECONDS)
+            seconds = await books.drain_time(db, workers, began, POOLER_TIMEOUT_SECONDS)
             finished = [await stopped(worker) for worker in workers]
 
-    audit = ledger.audit(await db.rows(), reported_expired(finished), risk)
     failures = [e for f in finished for e in events_of(f, "cycle.failed")]
-    record_fault(
-        FaultFigures(
-            "pgbouncer in transaction mode in front of the database",
-            f"{WORKERS} draining `run` workers (--max-batches-per-cycle 8, batch {BATCH}) "
-            "through pgbouncer 1.18, pool_mode=transaction, default_pool_size=2",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            seconds,
-            f"time to drain {BACKLOG} rows; {len(failures)} failed cycles",
-        ),
-        logs=finished,
+    audit = books.close(
+        await db.rows(),
+        finished,
+        fault="pgbouncer in transaction mode in front of the database",
+        injection=f"{WORKERS} draining `run` workers (--max-batches-per-cycle 8, batch {BATCH}) "
+        "through pgbouncer 1.18, pool_mode=transaction, default_pool_size=2",
+        recovery=seconds,
+        note=f"time to drain {BACKLOG} rows; {len(failures)} failed cycles",
     )
     assert failures == [], [f"{e['error_type']}: {e['exception']}" for e in failures][:5]
     assert all(failed_cycles(f) == 0 and f.returncode == 0 for f in finished)
@@ -92,31 +82,26 @@ async def test_poison_rows_behind_pgbouncer_are_isolated_cycle_after_cycle(
     slots = await db.insert(overdue(60))
     poison = [slots[3], slots[23], slots[43]]  # one in the first, third and fifth batch
     await db.install_poison_trigger([p.id for p in poison], "P0001")
-    healthy = [s.id for s in slots if s not in poison]
-    ledger = Ledger.of(await db.rows(), healthy)
+    healthy = [s for s in slots if s not in poison]
+    books = await FaultBooks.open(db, healthy, record_fault)
 
     with pgbouncer(port_of(database_url), pool_size=2) as bouncer:
         url = bouncer.url_for(database_url)
-        risk = await at_risk(db, ledger)
+        await books.strike(db)
         began = time.monotonic()
         async with started(*run_args(url, batch_size=BATCH)) as worker:
-            seconds = await drain_time(db, ledger, [worker], began, POOLER_TIMEOUT_SECONDS)
+            seconds = await books.drain_time(db, [worker], began, POOLER_TIMEOUT_SECONDS)
             done = await stopped(worker)
 
-    audit = ledger.audit(await db.rows(), reported_expired([done]), risk)
     failures = events_of(done, "cycle.failed")
-    record_fault(
-        FaultFigures(
-            "poison rows behind pgbouncer in transaction mode",
-            f"a trigger rejects 3 of 60 rows (one in the 1st, 3rd and 5th batch of {BATCH}); "
-            "one `run` worker through pgbouncer, pool_mode=transaction",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            seconds,
-            f"time to expire the 57 healthy rows; {len(failures)} failed cycles",
-        ),
-        logs=[done],
+    audit = books.close(
+        await db.rows(),
+        [done],
+        fault="poison rows behind pgbouncer in transaction mode",
+        injection="a trigger rejects 3 of 60 rows (one in the 1st, 3rd and 5th batch of "
+        f"{BATCH}); one `run` worker through pgbouncer, pool_mode=transaction",
+        recovery=seconds,
+        note=f"time to expire the 57 healthy rows; {len(failures)} failed cycles",
     )
     assert failures == [], [f"{e['error_type']}: {e['exception']}" for e in failures][:5]
     assert audit.clean, audit.describe()

@@ -12,21 +12,17 @@ import time
 import pytest
 
 from tests.e2e.command import started, with_password
-from tests.faults.conftest import Record
 from tests.faults.workers import (
-    at_risk,
-    drain_time,
+    FaultBooks,
+    Record,
     events_of,
     failed_cycles,
     overdue,
-    reported_expired,
     run_args,
     stopped,
     waiting_on_gate,
 )
 from tests.support.database import SlotDatabase
-from tests.support.fault_report import FaultFigures
-from tests.support.ledger import Ledger
 from tests.support.servers import ControlledServer
 
 pytestmark = pytest.mark.faults
@@ -41,8 +37,7 @@ async def test_server_stopped_mid_cycle_then_started_again_loses_and_repeats_not
 ) -> None:
     url = with_password(own_database_url)
     async with SlotDatabase.open(own_database_url) as db:
-        slots = await db.insert(overdue(BACKLOG))
-        ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+        books = await FaultBooks.open(db, await db.insert(overdue(BACKLOG)), record_fault)
         await db.install_gate_trigger()
         # The suite's servers commit asynchronously (synchronous_commit=off): without this,
         # an immediate stop right after could lose the test's own setup, not the worker's.
@@ -50,7 +45,7 @@ async def test_server_stopped_mid_cycle_then_started_again_loses_and_repeats_not
         await db.close_gate()
         async with started(*run_args(url, batch_size=BATCH)) as worker:
             await worker.until(lambda: waiting_on_gate(db), "the batch waiting on the gate")
-            risk = await at_risk(db, ledger)
+            await books.strike(db)
             own_server.stop(mode)  # ends every session, the gate's with them
             await worker.until(
                 lambda: failed_cycles(worker) >= FAILED_CYCLES_WHILE_DOWN,
@@ -59,23 +54,18 @@ async def test_server_stopped_mid_cycle_then_started_again_loses_and_repeats_not
             own_server.start()
             back = time.monotonic()
             async with SlotDatabase.open(own_database_url) as again:
-                recovery = await drain_time(again, ledger, [worker], back)
+                recovery = await books.drain_time(again, [worker], back)
                 done = await stopped(worker)
                 after = await again.rows()
 
-    audit = ledger.audit(after, reported_expired([done]), risk)
-    record_fault(
-        FaultFigures(
-            f"server stopped ({mode}) mid-cycle, then started again",
-            f"pg_ctl stop -m {mode} while a batch of {BATCH} waits inside the UPDATE; "
-            f"started again after {FAILED_CYCLES_WHILE_DOWN} failed cycles; the worker runs on",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            "from the server's restart",
-        ),
-        logs=[done],
+    audit = books.close(
+        after,
+        [done],
+        fault=f"server stopped ({mode}) mid-cycle, then started again",
+        injection=f"pg_ctl stop -m {mode} while a batch of {BATCH} waits inside the UPDATE; "
+        f"started again after {FAILED_CYCLES_WHILE_DOWN} failed cycles; the worker runs on",
+        recovery=recovery,
+        note="from the server's restart",
     )
     assert done.returncode == 0, done.describe()
     failures = events_of(done, "cycle.failed")
@@ -86,35 +76,29 @@ async def test_server_stopped_mid_cycle_then_started_again_loses_and_repeats_not
 async def test_worker_backend_terminated_mid_batch_fails_one_cycle_and_the_next_drains(
     db: SlotDatabase, secret_url: str, record_fault: Record
 ) -> None:
-    slots = await db.insert(overdue(BACKLOG))
-    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+    books = await FaultBooks.open(db, await db.insert(overdue(BACKLOG)), record_fault)
     await db.install_gate_trigger()
     await db.close_gate()
 
     async with started(*run_args(secret_url, batch_size=BATCH)) as worker:
         await worker.until(lambda: waiting_on_gate(db), "the batch waiting on the gate")
-        risk = await at_risk(db, ledger)
+        await books.strike(db)
         await db.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE application_name = 'slot-expiration' AND datname = current_database()"
         )
         terminated = time.monotonic()
         await db.open_gate()
-        recovery = await drain_time(db, ledger, [worker], terminated)
+        recovery = await books.drain_time(db, [worker], terminated)
         done = await stopped(worker)
 
-    audit = ledger.audit(await db.rows(), reported_expired([done]), risk)
-    record_fault(
-        FaultFigures(
-            "worker's backend terminated mid-batch",
-            f"pg_terminate_backend() while its batch of {BATCH} waits inside the UPDATE",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            "from the termination",
-        ),
-        logs=[done],
+    audit = books.close(
+        await db.rows(),
+        [done],
+        fault="worker's backend terminated mid-batch",
+        injection=f"pg_terminate_backend() while its batch of {BATCH} waits inside the UPDATE",
+        recovery=recovery,
+        note="from the termination",
     )
     assert done.returncode == 0, done.describe()
     failures = events_of(done, "cycle.failed")

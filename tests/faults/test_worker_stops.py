@@ -12,21 +12,17 @@ import time
 import pytest
 
 from tests.e2e.command import event_names, eventually, started
-from tests.faults.conftest import Record
 from tests.faults.workers import (
-    at_risk,
-    drain_time,
+    FaultBooks,
+    Record,
     events_of,
     no_worker_left,
     overdue,
-    reported_expired,
     run_args,
     stopped,
     waiting_on_gate,
 )
 from tests.support.database import SlotDatabase
-from tests.support.fault_report import FaultFigures
-from tests.support.ledger import Ledger
 
 pytestmark = pytest.mark.faults
 
@@ -37,14 +33,13 @@ RESTART_NOTE = "from the new worker's launch, its start-up included"
 async def test_sigkill_mid_batch_loses_nothing_and_a_new_worker_expires_each_row_once(
     db: SlotDatabase, secret_url: str, record_fault: Record
 ) -> None:
-    slots = await db.insert(overdue(BACKLOG))
-    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+    books = await FaultBooks.open(db, await db.insert(overdue(BACKLOG)), record_fault)
     await db.install_gate_trigger()
     await db.close_gate()
 
     async with started(*run_args(secret_url, batch_size=BATCH)) as victim:
         await victim.until(lambda: waiting_on_gate(db), "the batch waiting on the gate")
-        risk = await at_risk(db, ledger)
+        await books.strike(db)
         victim.send_signal(signal.SIGKILL)
         killed = await victim.wait()
     # Its backend still holds the batch's row locks; once its UPDATE can go on it
@@ -53,23 +48,18 @@ async def test_sigkill_mid_batch_loses_nothing_and_a_new_worker_expires_each_row
     await db.open_gate()
     relaunched = time.monotonic()
     async with started(*run_args(secret_url, batch_size=BATCH)) as successor:
-        recovery = await drain_time(db, ledger, [successor], relaunched)
+        recovery = await books.drain_time(db, [successor], relaunched)
         done = await stopped(successor)
     await eventually(lambda: no_worker_left(db), "no worker session or lock left")
 
-    audit = ledger.audit(await db.rows(), reported_expired([killed, done]), risk)
-    record_fault(
-        FaultFigures(
-            "worker killed mid-batch (SIGKILL)",
-            f"SIGKILL while its batch of {BATCH} waits inside the UPDATE (gate trigger); "
-            "a new worker started",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            RESTART_NOTE,
-        ),
-        logs=[killed, done],
+    audit = books.close(
+        await db.rows(),
+        [killed, done],
+        fault="worker killed mid-batch (SIGKILL)",
+        injection=f"SIGKILL while its batch of {BATCH} waits inside the UPDATE (gate trigger); "
+        "a new worker started",
+        recovery=recovery,
+        note=RESTART_NOTE,
     )
     assert killed.returncode == -signal.SIGKILL, killed.describe()
     assert "cycle.completed" not in event_names(killed.log_events())
@@ -83,15 +73,14 @@ async def test_sigkill_mid_batch_loses_nothing_and_a_new_worker_expires_each_row
 async def test_sigterm_during_a_cycle_commits_or_rolls_back_the_batch_whole(
     db: SlotDatabase, secret_url: str, record_fault: Record, grace: str, commits: bool
 ) -> None:
-    slots = await db.insert(overdue(BACKLOG))
-    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+    books = await FaultBooks.open(db, await db.insert(overdue(BACKLOG)), record_fault)
     await db.install_gate_trigger()
     await db.close_gate()
     args = run_args(secret_url, "--shutdown-grace-seconds", grace, batch_size=BATCH)
 
     async with started(*args) as worker:
         await worker.until(lambda: waiting_on_gate(db), "the batch waiting on the gate")
-        risk = await at_risk(db, ledger)
+        await books.strike(db)
         worker.send_signal(signal.SIGTERM)
         await worker.until(lambda: worker.logged("worker.stopping"), "worker.stopping logged")
         if commits:
@@ -101,27 +90,22 @@ async def test_sigterm_during_a_cycle_commits_or_rolls_back_the_batch_whole(
     await db.open_gate()
     relaunched = time.monotonic()
     async with started(*run_args(secret_url, batch_size=BATCH)) as successor:
-        recovery = await drain_time(db, ledger, [successor], relaunched)
+        recovery = await books.drain_time(db, [successor], relaunched)
         second = await stopped(successor)
 
-    audit = ledger.audit(await db.rows(), reported_expired([first, second]), risk)
     injection = (
         "the gate opens within --shutdown-grace-seconds 30: the batch commits"
         if commits
         else "--shutdown-grace-seconds 0 and the gate stays closed: the batch rolls back"
     )
-    record_fault(
-        FaultFigures(
-            f"SIGTERM during a cycle, {'within' if commits else 'past'} the shutdown grace",
-            f"SIGTERM while its batch of {BATCH} waits on the gate trigger; {injection}; "
-            "a new worker started",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            RESTART_NOTE,
-        ),
-        logs=[first, second],
+    audit = books.close(
+        await db.rows(),
+        [first, second],
+        fault=f"SIGTERM during a cycle, {'within' if commits else 'past'} the shutdown grace",
+        injection=f"SIGTERM while its batch of {BATCH} waits on the gate trigger; {injection}; "
+        "a new worker started",
+        recovery=recovery,
+        note=RESTART_NOTE,
     )
     assert first.returncode == 0, first.describe()
     completed = [e["expired_count"] for e in events_of(first, "cycle.completed")]
@@ -133,32 +117,26 @@ async def test_sigterm_during_a_cycle_commits_or_rolls_back_the_batch_whole(
 async def test_sigterm_between_cycles_stops_at_once_and_a_new_worker_finishes(
     db: SlotDatabase, secret_url: str, record_fault: Record
 ) -> None:
-    slots = await db.insert(overdue(BACKLOG))
-    ledger = Ledger.of(await db.rows(), [s.id for s in slots])
+    books = await FaultBooks.open(db, await db.insert(overdue(BACKLOG)), record_fault)
 
     async with started(*run_args(secret_url, batch_size=BATCH, interval="3600")) as worker:
         await worker.until(lambda: worker.logged("cycle.completed"), "its first cycle done")
-        risk = await at_risk(db, ledger)
+        await books.strike(db)
         signalled = time.monotonic()
         first = await stopped(worker)
         stop_seconds = time.monotonic() - signalled
     relaunched = time.monotonic()
     async with started(*run_args(secret_url, batch_size=BATCH)) as successor:
-        recovery = await drain_time(db, ledger, [successor], relaunched)
+        recovery = await books.drain_time(db, [successor], relaunched)
         second = await stopped(successor)
 
-    audit = ledger.audit(await db.rows(), reported_expired([first, second]), risk)
-    record_fault(
-        FaultFigures(
-            "SIGTERM between cycles",
-            "SIGTERM while the worker sleeps until its next tick; a new worker started",
-            audit.rows_at_risk,
-            len(audit.lost),
-            len(audit.done_twice),
-            recovery,
-            f"{RESTART_NOTE}; the old one exited {stop_seconds:.2f} s after the signal",
-        ),
-        logs=[first, second],
+    audit = books.close(
+        await db.rows(),
+        [first, second],
+        fault="SIGTERM between cycles",
+        injection="SIGTERM while the worker sleeps until its next tick; a new worker started",
+        recovery=recovery,
+        note=f"{RESTART_NOTE}; the old one exited {stop_seconds:.2f} s after the signal",
     )
     assert first.returncode == 0, first.describe()
     stopping = events_of(first, "worker.stopping")

@@ -6,14 +6,17 @@ import asyncio
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol, Self
+from uuid import UUID
 
 from slot_expiration.domain import Slot
 from tests.e2e.command import POLL_SECONDS, Finished, Running
-from tests.support.database import SlotDatabase
-from tests.support.ledger import Ledger
+from tests.support.database import Row, SlotDatabase
+from tests.support.fault_report import FaultFigures
+from tests.support.ledger import Audit, Ledger
 from tests.support.slots import make_slot
 
 # A short interval keeps recovery quick in tests; production ticks every 300 s.
@@ -128,3 +131,78 @@ async def stopped(worker: Running) -> Finished:
 
 async def no_worker_left(db: SlotDatabase) -> bool:
     return await db.worker_sessions() == 0 and await db.worker_locks() == 0
+
+
+class Record(Protocol):
+    """Keep a fault's figures; `logs`: the commands whose failed cycles the operator sees."""
+
+    def __call__(self, figures: FaultFigures, logs: Iterable[Running | Finished] = ()) -> None: ...
+
+
+@dataclass
+class FaultBooks:
+    """The template of every fault test, kept in one place: the rows the worker owes (their
+    ledger, taken before the fault), the rows at risk when the fault strikes (every owed row
+    unless `strike` says when), and at the end the audit, recorded for docs/reliability.md
+    (`close`) before the test asserts anything, so that a failing run still reports honestly."""
+
+    ledger: Ledger
+    record: Record
+    rows_at_risk: int
+
+    @classmethod
+    async def open(cls, db: SlotDatabase, owed: Iterable[Slot], record: Record) -> Self:
+        """The books on `db`'s rows as they are now; the worker owes an expiry to `owed`."""
+        ledger = Ledger.of(await db.rows(), [slot.id for slot in owed])
+        return cls(ledger, record, len(ledger.due))
+
+    async def strike(self, db: SlotDatabase) -> None:
+        """The fault strikes now: the owed rows not expired yet are at risk."""
+        self.rows_at_risk = await at_risk(db, self.ledger)
+
+    async def drain_time(
+        self,
+        db: SlotDatabase,
+        workers: Sequence[Running],
+        since: float,
+        timeout_seconds: float = RECOVERY_TIMEOUT_SECONDS,
+    ) -> float | None:
+        """Seconds from `since` until every owed row is Expired (see `drain_time`)."""
+        return await drain_time(db, self.ledger, workers, since, timeout_seconds)
+
+    def audit(
+        self,
+        rows: Mapping[UUID, Row],
+        logs: Sequence[Running | Finished] = (),
+        reported: int | None = None,
+    ) -> Audit:
+        """`rows` (the table after the recovery) against the ledger and the expiries the
+        workers reported: their `logs`' count, or `reported` for cycles run in-process."""
+        expired = reported_expired(logs) if reported is None else reported
+        return self.ledger.audit(rows, expired, self.rows_at_risk)
+
+    def close(
+        self,
+        rows: Mapping[UUID, Row],
+        logs: Sequence[Running | Finished],
+        *,
+        fault: str,
+        injection: str,
+        recovery: float | None,
+        note: str | Callable[[Audit], str] = "",
+        reported: int | None = None,
+    ) -> Audit:
+        """The audit, recorded with the fault's description and figures (`note` may be made
+        from the audit), for the test to assert on."""
+        audit = self.audit(rows, logs, reported)
+        figures = FaultFigures(
+            fault,
+            injection,
+            audit.rows_at_risk,
+            len(audit.lost),
+            len(audit.done_twice),
+            recovery,
+            note(audit) if callable(note) else note,
+        )
+        self.record(figures, logs)
+        return audit

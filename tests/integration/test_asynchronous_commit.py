@@ -84,7 +84,9 @@ async def test_the_worker_batches_commit_with_its_own_setting_and_a_booking_with
     future = (await db.insert([make_slot(timedelta(days=3))]))[0]
     await record_commit_settings(db)
 
-    expired = await one_cycle(db.url, batch_size=3, max_batches_per_cycle=0, **given)
+    expired = await one_cycle(
+        db.url, batch_size=3, drain_batch_size=3, max_batches_per_cycle=0, **given
+    )
     async with operations(db.url) as slots:
         await slots.book(future.tenant_id, future.id)
 

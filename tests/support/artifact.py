@@ -1,10 +1,12 @@
 """What users install, as the suite sees it: the package's tracked files, the wheel built from
-them, and the copy installed into the test environment (never the source tree).
+them, and the copy installed into the test environment.
 
 `./scripts/test` builds the wheel once, installs it non-editable into `.venv` and names it in
-`SUITE_WHEEL`; every tier then imports and runs that install. The guard in tests/conftest.py
-refuses to start when the install is editable or is not this checkout's code, so a test can
-never pass against a stale or different artifact.
+`SUITE_WHEEL`; every tier then imports and runs that install. `./scripts/test --fast` imports
+the source tree instead (an editable install into `.venv-src`), for the unit and integration
+tiers only. The guard in tests/conftest.py refuses to start when the installed wheel is not
+this checkout's code, and refuses the source tree to every tier that proves the artifact, so
+such a test can never pass against a stale or different one.
 """
 
 from __future__ import annotations
@@ -78,13 +80,24 @@ def _source_files(root: Path) -> dict[str, str]:
     return found
 
 
+def imported_from_source_tree() -> bool:
+    """Whether the package is this checkout's src/ itself (an editable install, PYTHONPATH)."""
+    return installed_package().is_relative_to(SOURCE)
+
+
+def under_test() -> str:
+    """What the suite runs, in a few words: the source tree or the installed wheel."""
+    if imported_from_source_tree():
+        return f"the source tree ({installed_package()})"
+    return f"the installed wheel ({installed_package()})"
+
+
 def stale_install_reason() -> str | None:
-    """Why the imported package is not this checkout's code as a wheel installs it, if so."""
+    """Why the installed package is not this checkout's code as a wheel installs it, if so
+    (never for the source tree: it is the code)."""
     installed = installed_package()
-    if installed.is_relative_to(SOURCE):
-        return (
-            f"{PACKAGE} is imported from the source tree ({installed}), not from an installed wheel"
-        )
+    if imported_from_source_tree():
+        return None
     here, there = _source_files(SOURCE / PACKAGE), _source_files(installed)
     changed = sorted(
         {name for name in here.keys() | there.keys() if here.get(name) != there.get(name)}

@@ -1,11 +1,9 @@
-"""One version number, pyproject.toml's: the package's __version__, `--version`, the
-build info metric and the changelog's latest release all show it."""
+"""One version number, pyproject.toml's: the package's __version__, the build info metric and
+the changelog's latest release all show it (and `--version`: tests/e2e/test_installed.py)."""
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -15,7 +13,6 @@ import slot_expiration
 from slot_expiration.telemetry.metrics import Metrics
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-PROGRAM = Path(sys.executable).parent / "slot-expiration"
 
 
 def _pyproject_version() -> str:
@@ -25,15 +22,6 @@ def _pyproject_version() -> str:
 
 def test_the_package_version_is_the_one_in_pyproject() -> None:
     assert slot_expiration.__version__ == _pyproject_version()
-
-
-def test_version_option_prints_the_pyproject_version() -> None:
-    done = subprocess.run(
-        [str(PROGRAM), "--version"], capture_output=True, text=True, timeout=30, check=False
-    )
-
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == f"slot-expiration, version {_pyproject_version()}\n"
 
 
 def test_build_info_is_1_with_the_version_as_its_only_label() -> None:

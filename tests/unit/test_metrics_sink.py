@@ -23,7 +23,6 @@ from slot_expiration.expiry import (
 )
 from slot_expiration.loop import Event, LoopStarted, TickSkipped
 from slot_expiration.telemetry.metrics import DURATION_BUCKETS, Metrics
-from tests.support.promtool import promtool
 from tests.support.results import AS_OF, FakeClock, batch, cycle_result, ended, failure
 
 P = "calendar_slot_expiration"
@@ -378,20 +377,3 @@ def test_no_slot_or_tenant_id_ever_appears_in_the_metrics() -> None:
     ids |= {str(failed.slot.id), str(failed.slot.tenant_id), str(run_id)}
     assert not [i for i in ids if i in text]
     assert "slot refuses" not in text
-
-
-def test_promtool_check_metrics_accepts_the_exposition() -> None:
-    recorded, _ = _sinks()
-    run_id = uuid4()
-    _feed(
-        recorded,
-        CycleStarted(run_id, AS_OF),
-        BatchCommitted(run_id, batch(expired=5, failures=[failure()])),
-        CycleEnded(cycle_result(run_id=run_id, expired=5, failed=1, backlog=7)),
-        TickSkipped(1),
-    )
-
-    checked = promtool("check", "metrics", stdin=recorded.exposition())
-
-    assert checked.returncode == 0, checked.output
-    assert checked.output.strip() == "", checked.output  # no lint finding either

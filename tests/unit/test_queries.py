@@ -7,7 +7,6 @@ import re
 from importlib.resources import files
 
 import pytest
-from benchmarks.store import bench_query
 
 from slot_expiration.db.statements import SQL_PACKAGES, load_queries, parse_queries, query
 
@@ -78,12 +77,6 @@ def test_no_statement_is_written_twice_under_two_names() -> None:
         by_text.setdefault(" ".join(statement.split()), []).append(name)
 
     assert [names for names in by_text.values() if len(names) > 1] == []
-
-
-def test_the_benchmarks_statements_live_beside_it_not_in_the_store() -> None:
-    assert "FOR UPDATE SKIP LOCKED" in bench_query("bench_bare_batch")
-    assert "bench_bare_batch" not in load_queries()
-    assert bench_query("expire_batch") == query("expire_batch")  # it measures the worker's
 
 
 @pytest.mark.parametrize("name", SELECTION_STATEMENTS)

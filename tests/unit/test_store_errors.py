@@ -176,7 +176,7 @@ def test_a_refused_login_is_classified_by_the_sqlstate_its_message_stands_for(
 
 
 @pytest.mark.parametrize("sqlstate", ["23505", "42P01", "08006"])
-def test_every_translated_error_is_a_slot_store_error(sqlstate: str) -> None:
+def test_every_translated_error_is_a_store_error(sqlstate: str) -> None:
     assert isinstance(translate(_psycopg_error(sqlstate)), StoreError)
 
 

@@ -29,6 +29,8 @@ from tests.support.dashboard import (
 )
 from tests.support.promtool import RUNBOOK_BASE, promtool, runbook_anchors
 
+pytestmark = pytest.mark.deploy
+
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"' + r"|'(?:[^'\\]|\\.)*'")
 _MATCHERS = re.compile(r"\{[^}]*\}")
 _RANGES = re.compile(r"\[[^\]]*\]")

@@ -23,8 +23,6 @@ from tests.e2e.command import (
     started,
 )
 
-pytestmark = pytest.mark.e2e
-
 QUICK_SECONDS = 300.0  # a smoke run of about a minute, on a busy machine too
 VERDICTS = {"met", "not met", "not measured"}
 BENCHMARK: dict[str, Any] = {"program": BENCH, "env": BENCH_ENV}

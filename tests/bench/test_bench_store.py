@@ -16,8 +16,6 @@ from tests.support.database import SlotDatabase
 from tests.support.roles import password_role
 from tests.support.slots import AS_OF
 
-pytestmark = pytest.mark.integration
-
 SHAPE = TableShape(slots=5_000, due=1_200, consultants=50, tenants=5)
 
 

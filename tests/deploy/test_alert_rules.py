@@ -22,6 +22,8 @@ from tests.support.promtool import (
     runbook_anchors,
 )
 
+pytestmark = pytest.mark.deploy
+
 ALERT_NAMES = (
     "SlotExpirationNoSuccessfulCycle",
     "SlotExpirationNotReporting",

@@ -1,5 +1,6 @@
-"""What each part of the program loads: the commands' shared error path knows nothing of
-the embedded server, and the worker's commands load no migration or benchmark code."""
+"""What each part of the program loads, each read in a fresh interpreter: the commands' shared
+error path knows nothing of the embedded server, the command line loads neither Alembic nor the
+OTLP exporter until asked, and the store loads no benchmark code."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import subprocess
 import sys
 
 import pytest
+
+pytestmark = pytest.mark.deploy
 
 
 def _loaded_after(module: str) -> set[str]:
@@ -31,3 +34,14 @@ def test_the_database_kernel_holds_only_the_products_persistence() -> None:
     loaded = _loaded_after("slot_expiration.db")
 
     assert not {name for name in loaded if name.startswith("benchmarks")}
+
+
+def test_the_cli_loads_neither_alembic_nor_the_otlp_exporter_until_asked() -> None:
+    loaded = _loaded_after("slot_expiration.cli.app")
+
+    assert not {
+        name
+        for name in loaded
+        if name.split(".")[0] in {"alembic", "sqlalchemy", "jinja2"}
+        or name.startswith(("opentelemetry.sdk", "opentelemetry.exporter"))
+    }
