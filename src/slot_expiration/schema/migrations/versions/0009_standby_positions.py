@@ -1,5 +1,7 @@
 """slot_expiration_standbys(): where each streaming standby's replay is, for a drain's
-throttle (expiry/throttle.py), readable by the worker without pg_read_all_stats.
+throttle (expiry/throttle.py), readable by the worker without pg_read_all_stats; and how long
+each cycle waited on that throttle, in its history row (throttled_seconds, throttled_by), for
+`status` and the page.
 
 pg_stat_replication shows the standbys to any role, but their positions and lags only to
 superusers and members of pg_read_all_stats, a role that also reads every session's
@@ -50,7 +52,17 @@ def upgrade() -> None:
         """
     )
     op.execute(f"REVOKE ALL ON FUNCTION {FUNCTION} FROM PUBLIC")
+    # A constant default: PostgreSQL adds the column without rewriting the table.
+    op.execute(
+        "ALTER TABLE slot_expiration_cycles"
+        " ADD COLUMN IF NOT EXISTS throttled_seconds double precision NOT NULL DEFAULT 0,"
+        " ADD COLUMN IF NOT EXISTS throttled_by text"
+    )
 
 
 def downgrade() -> None:
+    op.execute(
+        "ALTER TABLE slot_expiration_cycles"
+        " DROP COLUMN IF EXISTS throttled_by, DROP COLUMN IF EXISTS throttled_seconds"
+    )
     op.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}")
