@@ -7,6 +7,7 @@ A real standby holding a drain back is tests/faults/test_replica_throttle.py's."
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
@@ -78,7 +79,14 @@ async def test_the_granted_worker_reads_the_standbys_before_each_batch_and_drain
 ) -> None:
     slots = await db.insert(past_slots(12))
     await grant_privileges(db.url, role.name)
-    cycle = make_cycle(role.url_for(db.url), 5, max_batches=0, max_replica_lag_seconds=10)
+    ticks = itertools.count()  # a clock that moves one second each time it is read
+    cycle = make_cycle(
+        role.url_for(db.url),
+        5,
+        max_batches=0,
+        max_replica_lag_seconds=10,
+        monotonic=lambda: float(next(ticks)),
+    )
     seen, emit = _events()
 
     result = await cycle.run(CycleRun(AS_OF, emit=emit))
@@ -89,6 +97,19 @@ async def test_the_granted_worker_reads_the_standbys_before_each_batch_and_drain
     assert (result.expired_count, result.stop_reason) == (12, StopReason.DRAINED)
     assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
     assert len(slots) == 12
+
+
+async def test_a_reading_within_limits_serves_the_batches_of_the_next_quarter_second(
+    db: SlotDatabase,
+) -> None:
+    await db.insert(past_slots(12))
+    cycle = make_cycle(db.url, 5, max_batches=0, max_replica_lag_seconds=10, monotonic=lambda: 0.0)
+    seen, emit = _events()
+
+    result = await cycle.run(CycleRun(AS_OF, emit=emit))
+
+    assert len([e for e in seen if isinstance(e, ReplicaLagRead)]) == 1  # 3 batches, 1 read
+    assert result.expired_count == 12
 
 
 async def test_a_role_that_may_not_read_the_standbys_drains_and_says_so_once(

@@ -95,6 +95,7 @@ class ExpiryCycle:
         # What the standbys showed, across this worker's cycles (a stalled replay's time).
         self._standbys = ReplicaWatch()
         self._blind: set[UUID] = set()  # the cycle that found it cannot see the standbys
+        self._standbys_fine_at: float | None = None  # when they were last read within limits
         self._monotonic = monotonic
         self._clock = clock
 
@@ -209,6 +210,13 @@ class ExpiryCycle:
         statement per batch in the server's log)."""
         if self._limits.max_replica_lag_seconds <= 0 or run.run_id in self._blind:
             return True
+        if self._standbys_fine_at is not None and (
+            self._monotonic() - self._standbys_fine_at < REPLICA_POLL_SECONDS
+        ):
+            # Read fine a moment ago: a drain of small quick batches does not pay a round
+            # trip per batch for a lag that cannot have grown past the limit since.
+            return True
+        self._standbys_fine_at = None
         while not run.stop_requested():
             standbys = await store.standbys()
             lag = (
@@ -223,6 +231,7 @@ class ExpiryCycle:
                 return True
             run.emit(ReplicaLagRead(run.run_id, lag))
             if lag <= self._limits.max_replica_lag_seconds:
+                self._standbys_fine_at = self._monotonic()
                 return True
             wait = REPLICA_POLL_SECONDS
             if run.deadline is not None:

@@ -4,7 +4,8 @@ long to wait, from the calendar's own signals.
 - **Replica lag.** A drain writes WAL (some 640 kB per 500 rows); a streaming standby that
   falls behind (or whose replay is paused for a report) would fall further behind while the
   drain goes on at full speed, and a failover to it would undo that much. Before each batch
-  the worker reads pg_stat_replication; while any streaming standby is further behind than
+  the worker reads pg_stat_replication (at most every REPLICA_POLL_SECONDS: a drain of
+  quick batches shares a reading); while any streaming standby is further behind than
   --max-replica-lag-seconds, the drain waits, reading it again every REPLICA_POLL_SECONDS,
   and says so. PostgreSQL's own `replay_lag` goes stale while a standby's replay
   is paused (it is the lag of the last record replayed), so ReplicaWatch keeps its own lag
@@ -27,7 +28,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
-# How often a drain held back by a standby reads pg_stat_replication again.
+# How often a drain held back by a standby reads pg_stat_replication again; a reading
+# within the limit also serves the batches that start within this long of it.
 REPLICA_POLL_SECONDS: Final = 0.25
 
 
