@@ -166,7 +166,7 @@ LockTimeoutSeconds = Annotated[
 DEFAULT_LOCK_TIMEOUT_SECONDS: Final = 2.0
 # Measured in docs/benchmarks.md, section g: the drain rate at this size, beside bookings.
 DEFAULT_DRAIN_BATCH_SIZE: Final = 2_000
-# Chosen from docs/benchmarks.md, section d's curve of the bookings' latency against the
+# Chosen from docs/benchmarks.md, section i's curve of the bookings' latency against the
 # drain's rate.
 DEFAULT_DRAIN_NICE_RATIO: Final = 0.0
 
