@@ -15,11 +15,10 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from slot_expiration.db.statements import query
 from slot_expiration.embedded import EmbeddedPostgres
 from tests.conftest import scratch_database
 from tests.e2e.command import PASSWORD, public_relations, run_command, with_password
-from tests.support.database import SlotDatabase
+from tests.support.database import INSERT_SLOT, SlotDatabase
 from tests.support.slots import AS_OF, past_slots
 
 pytestmark = pytest.mark.e2e
@@ -316,7 +315,7 @@ def seeded_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
 def seed(url: str) -> None:
     with psycopg.connect(url) as conn, conn.cursor() as cursor:
         params = [asdict(slot) | {"status": slot.status.value} for slot in past_slots(5)]
-        cursor.executemany(query("insert_slot"), params)
+        cursor.executemany(INSERT_SLOT, params)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
