@@ -79,6 +79,7 @@ class Drainer:
     drain_batch_size_flag: bool = False  # the worker is given --drain-batch-size
     synchronous_commit: SynchronousCommit | None = None  # the worker's; None: the run's
     nice_ratio: float = 0.0  # the worker's --drain-nice-ratio
+    max_slowdown: float = 0.0  # the worker's --drain-max-slowdown (the adaptive mode)
 
     @property
     def batched(self) -> bool:
@@ -92,6 +93,8 @@ class Drainer:
         pace = f"paced {self.pause_seconds:g} s" if self.pause_seconds else "flat out"
         if self.nice_ratio:
             pace = f"nice ratio {self.nice_ratio:g}"
+        if self.max_slowdown:
+            pace = f"adaptive, max slowdown {self.max_slowdown:g}"
         commit = (
             f", synchronous commit {self.synchronous_commit.value}"
             if self.synchronous_commit is not None
@@ -231,6 +234,7 @@ async def _worker_drain(ctx: BenchContext, drainer: Drainer) -> Drained:
         drainer.drain_batch_size_flag,
         drainer.synchronous_commit,
         drainer.nice_ratio,
+        drainer.max_slowdown,
     )
     async with worker_process(*ctx.drain_once_args(LOCK_TIMEOUT_SECONDS, pace)) as worker:
         await worker.wait()

@@ -73,6 +73,7 @@ class ThrottlePlan:
     """Section i: the worker's drain at each nice ratio, beside the booking load."""
 
     nice_ratios: tuple[float, ...]  # besides flat out (0)
+    max_slowdowns: tuple[float, ...]  # the adaptive mode's settings
     rounds: int  # rounds of (no drain, the bare loop and the worker flat out, each ratio)
 
 
@@ -195,7 +196,7 @@ _DEFAULT = BenchPlan(
         paced_pause_seconds=0.02,
     ),
     drain_rate=DrainRatePlan(batch_sizes=(500, 2_000, 5_000), bare_sizes=(2_000,), rounds=5),
-    throttle=ThrottlePlan(nice_ratios=(0.5, 1.0, 2.0, 4.0), rounds=5),
+    throttle=ThrottlePlan(nice_ratios=(0.5, 1.0, 2.0, 4.0), max_slowdowns=(1.5, 3.0), rounds=5),
     growth=GrowthPlan(
         sizes=(100_000, 1_000_000),
         dead_share=0.2,
@@ -243,7 +244,7 @@ _PLANS = {
             paced_pause_seconds=0.02,
         ),
         drain_rate=DrainRatePlan(batch_sizes=(500, 2_000), bare_sizes=(2_000,), rounds=1),
-        throttle=ThrottlePlan(nice_ratios=(1.0,), rounds=1),
+        throttle=ThrottlePlan(nice_ratios=(1.0,), max_slowdowns=(1.5,), rounds=1),
         growth=GrowthPlan(
             sizes=(20_000, 50_000),
             dead_share=0.2,

@@ -148,13 +148,13 @@ def drain_rate_check(g: DrainRates | None) -> TargetCheck:
 
 
 def throttle_check(i: ThrottleCurve | None) -> TargetCheck:
-    """The bookings' p99 beside the worker at its default nice ratio, if it kept the share
+    """The bookings' p99 beside the worker at its default setting, if it kept the share
     of flat out the target asks for."""
     if i is None:
         return THROTTLED_P99.check(None, "section not run")
     default = i.at_default
     if default is None:
-        return THROTTLED_P99.check(None, f"the default nice ratio ({i.default_ratio:g}) not run")
+        return THROTTLED_P99.check(None, "the default setting not run")
     share = default.share_of_flat
     if default.nice_ratio and (share is None or share.median < TARGET_SHARE):
         kept = "no rate" if share is None else f"{share.median:.0%} of flat out"
@@ -271,18 +271,19 @@ def _throttle_rows(i: ThrottleCurve, check: TargetCheck) -> Iterator[Row]:
         yield _throttle_point_row(label, point, none)
     chosen, floor = i.chosen, i.floor
     verdict = (
-        f"nice ratio {chosen.nice_ratio:g} meets it"
+        f"{_setting(chosen)} meets it"
         if chosen is not None
         else "no setting meets it; the floor: "
         + (
-            f"nice ratio {floor.nice_ratio:g}, p99 {_spread(floor.p99_vs_none)}"
+            f"{_setting(floor)}, p99 {_spread(floor.p99_vs_none)}"
             if floor is not None
             else f"no setting kept {TARGET_SHARE:.0%} of flat out"
         )
     )
     yield (
         label,
-        f"the default (nice ratio {i.default_ratio:g}): p99 / no drain",
+        f"the default (nice ratio {i.default_ratio:g}, max slowdown {i.default_slowdown:g}): "
+        "p99 / no drain",
         verdict,
         f"no drain p99 {none.p99:.2f} ms",
         check.result(),
@@ -291,8 +292,14 @@ def _throttle_rows(i: ThrottleCurve, check: TargetCheck) -> Iterator[Row]:
     )
 
 
+def _setting(p: ThrottlePoint) -> str:
+    if p.nice_ratio:
+        return f"nice ratio {p.nice_ratio:g}"
+    return f"adaptive, max slowdown {p.max_slowdown:g}" if p.max_slowdown else "flat out"
+
+
 def _throttle_point_row(label: str, p: ThrottlePoint, none: Distribution) -> Row:
-    setting = f"nice ratio {p.nice_ratio:g}" if p.nice_ratio else "flat out"
+    setting = _setting(p)
     return (
         label,
         f"worker, {setting}: drain rate / flat out; bookings p99 / no drain",
@@ -734,7 +741,7 @@ _DERIVED = {
     "ParallelDrain": ("exactly_once",),
     "Growth": ("largest_vs_smallest", "round_ratios"),
     "BookingInterference": ("slots_booked",),
-    "ThrottleCurve": ("default_ratio",),
+    "ThrottleCurve": ("default_ratio", "default_slowdown"),
     "DrainRates": ("best_batch_size", "best_vs_single", "default_vs_single", "peer_is_cron"),
     "DrainSeries": ("seconds", "rows_per_second"),
     "Partitioned": ("monthly_growth", "plain_growth"),

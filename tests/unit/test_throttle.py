@@ -13,7 +13,10 @@ from hypothesis import strategies as st
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.expiry.result import CycleProgress, StopReason
 from slot_expiration.expiry.throttle import (
+    BASELINE_BATCHES,
+    MAX_COUNTED_SLOWDOWN,
     MAX_SAMPLES,
+    LatencyWatch,
     ReplicaWatch,
     Standby,
     ThrottleReason,
@@ -125,3 +128,49 @@ def test_a_cycle_that_never_waited_names_no_reason() -> None:
     result = progress.result(CycleOutcome.SUCCESS, 10.0, StopReason.DRAINED)
 
     assert (result.throttled_seconds, result.throttled_by) == (0.0, None)
+
+
+def test_batches_at_their_usual_pace_never_rest_the_drain() -> None:
+    watch = LatencyWatch()
+
+    rests = [watch.rest_seconds(0.04 + i % 3 * 0.01, 2_000, 2.0) for i in range(20)]
+
+    assert rests == [0.0] * 20
+
+
+def test_a_batch_slower_than_allowed_rests_the_slowdown_less_one_times_its_time() -> None:
+    watch = LatencyWatch()
+    watch.rest_seconds(0.04, 2_000, 2.0)  # the baseline: 20 us a row
+
+    assert watch.rest_seconds(0.12, 2_000, 2.0) == pytest.approx(0.12 * 2)  # 3 x slower
+    assert watch.rest_seconds(0.07, 2_000, 2.0) == 0.0  # 1.75 x: within the limit
+
+
+def test_the_baseline_is_per_row_so_a_smaller_batch_is_not_read_as_a_faster_database() -> None:
+    watch = LatencyWatch()
+    watch.rest_seconds(0.04, 2_000, 2.0)
+
+    assert watch.rest_seconds(0.01, 500, 2.0) == 0.0  # the same 20 us a row
+
+
+def test_a_stalled_batch_counts_as_ten_times_slower_at_most() -> None:
+    watch = LatencyWatch()
+    watch.rest_seconds(0.01, 500, 2.0)
+
+    assert watch.rest_seconds(5.0, 500, 2.0) == pytest.approx(5.0 * (MAX_COUNTED_SLOWDOWN - 1))
+
+
+def test_the_baseline_forgets_batches_older_than_its_window() -> None:
+    watch = LatencyWatch()
+    watch.rest_seconds(0.01, 500, 2.0)  # one fast batch, long ago
+    for _ in range(BASELINE_BATCHES):
+        watch.rest_seconds(0.05, 500, 2.0)
+
+    assert watch.rest_seconds(0.06, 500, 2.0) == 0.0  # against 0.05 now, not 0.01
+
+
+def test_no_limit_no_rest() -> None:
+    watch = LatencyWatch()
+    watch.rest_seconds(0.01, 500, 0.0)
+
+    assert watch.rest_seconds(1.0, 500, 0.0) == 0.0

@@ -45,6 +45,7 @@ from slot_expiration.expiry.store import (
 )
 from slot_expiration.expiry.throttle import (
     REPLICA_POLL_SECONDS,
+    LatencyWatch,
     ReplicaWatch,
     StandbysUnseen,
     ThrottleReason,
@@ -94,6 +95,7 @@ class ExpiryCycle:
         self._limits = limits
         # What the standbys showed, across this worker's cycles (a stalled replay's time).
         self._standbys = ReplicaWatch()
+        self._latency = LatencyWatch()  # the drain's batch times, across its cycles
         self._blind: set[UUID] = set()  # the cycle that found it cannot see the standbys
         self._standbys_fine_at: float | None = None  # when they were last read within limits
         self._monotonic = monotonic
@@ -187,19 +189,27 @@ class ExpiryCycle:
             ahead = pace.expected_seconds(self._limits.size_of_batch(number + 1))
             if (reason := self._stop_reason(run, batch, ahead)) is not None:
                 return reason
-            await self._rest(run, batch)
+            await self._rest(run, batch, size)
             if run.stop_requested():
                 return StopReason.STOP_REQUESTED
 
-    async def _rest(self, run: CycleRun, batch: BatchResult) -> None:
-        """After a batch that leaves more to do: the fixed pause and the nice rest, in
-        proportion to the batch's time (throttle.py)."""
-        nice = nice_rest_seconds(batch.duration_ms / 1000.0, self._limits.drain_nice_ratio)
-        if nice > 0:
-            run.emit(DrainThrottled(run.run_id, ThrottleReason.NICE, nice))
-            run.progress.throttled(ThrottleReason.NICE, nice)
-        if (rest := self._limits.batch_pause_seconds + nice) > 0:
-            await run.pause(rest)
+    async def _rest(self, run: CycleRun, batch: BatchResult, size: int) -> None:
+        """After a batch of `size` rows asked for that leaves more to do: the fixed pause,
+        the nice rest in proportion to the batch's time, and the rest a batch slower than
+        the drain's baseline calls for (throttle.py)."""
+        seconds = batch.duration_ms / 1000.0
+        rests = {
+            ThrottleReason.NICE: nice_rest_seconds(seconds, self._limits.drain_nice_ratio),
+            ThrottleReason.LOAD: self._latency.rest_seconds(
+                seconds, size, self._limits.drain_max_slowdown
+            ),
+        }
+        for reason, rest in rests.items():
+            if rest > 0:
+                run.emit(DrainThrottled(run.run_id, reason, rest))
+                run.progress.throttled(reason, rest)
+        if (pause := self._limits.batch_pause_seconds + sum(rests.values())) > 0:
+            await run.pause(pause)
 
     async def _standbys_allow_a_batch(self, store: CycleStore, run: CycleRun) -> bool:
         """Before each batch (the first of a cycle too: a standby stalled for hours must

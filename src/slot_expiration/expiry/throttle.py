@@ -16,6 +16,12 @@ long to wait, from the calendar's own signals.
   slower batch (a busier database) rests longer, a share of the database left to the
   bookings whatever the load (pt-archiver's --sleep-coef, gh-ost's nice ratio).
 
+- **The database's load as the drain sees it.** With no privilege at all: each batch's time
+  per row against the fastest of the drain's recent batches (its unloaded baseline). A batch
+  more than --drain-max-slowdown times slower says the database is busy with other work (the
+  bookings, a report, a vacuum); the drain then rests (slowdown - 1) times the batch's time,
+  so that it works at most 1/slowdown of the time while the database stays that busy.
+
 Each wait is an event (DrainThrottled: why, how long, the lag), for the logs and the
 metrics, and the time a cycle waited counts in its result (`throttled_seconds`).
 """
@@ -38,6 +44,7 @@ class ThrottleReason(StrEnum):
 
     REPLICA_LAG = "replica_lag"  # a streaming standby further behind than allowed
     NICE = "nice"  # the rest after each batch, in proportion to its time
+    LOAD = "load"  # a batch slower than its recent baseline by more than allowed
 
 
 class StandbysUnseen(StrEnum):
@@ -114,3 +121,32 @@ class ReplicaWatch:
 def nice_rest_seconds(batch_seconds: float, ratio: float) -> float:
     """The rest after a batch of `batch_seconds`: `ratio` times as long."""
     return max(batch_seconds, 0.0) * ratio
+
+
+# How many of the drain's recent batches its baseline is the fastest of (kept across cycles).
+BASELINE_BATCHES: Final = 50
+# A slowdown past this counts as this much: one batch stalled by a lock for seconds must
+# not rest the drain for minutes.
+MAX_COUNTED_SLOWDOWN: Final = 10.0
+
+
+@dataclass(slots=True)
+class LatencyWatch:
+    """A drain's batch latency against its recent baseline: the fastest time per row of
+    its last BASELINE_BATCHES batches."""
+
+    _per_row: deque[float] = field(default_factory=lambda: deque(maxlen=BASELINE_BATCHES))
+
+    def rest_seconds(self, batch_seconds: float, rows: int, max_slowdown: float) -> float:
+        """The rest after a batch of `rows` rows that took `batch_seconds`: none while it is
+        at most `max_slowdown` times slower per row than the baseline (0: never rest),
+        else (slowdown - 1) times the batch's time."""
+        if max_slowdown <= 0 or rows <= 0 or batch_seconds <= 0:
+            return 0.0
+        per_row = batch_seconds / rows
+        baseline = min(self._per_row, default=None)
+        self._per_row.append(per_row)
+        if baseline is None or per_row <= baseline * max_slowdown:
+            return 0.0
+        slowdown = min(per_row / baseline, MAX_COUNTED_SLOWDOWN)
+        return batch_seconds * (slowdown - 1.0)

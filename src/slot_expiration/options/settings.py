@@ -169,6 +169,7 @@ DEFAULT_DRAIN_BATCH_SIZE: Final = 2_000
 # Chosen from docs/benchmarks.md, section i's curve of the bookings' latency against the
 # drain's rate.
 DEFAULT_DRAIN_NICE_RATIO: Final = 0.0
+DEFAULT_DRAIN_MAX_SLOWDOWN: Final = 0.0
 
 
 class MigrationSqlOptions(BaseSettings):
@@ -258,6 +259,18 @@ class CycleOptions(DatabaseOptions):
             json_schema_extra={"allowed": "0 to 100"},
         ),
     ] = DEFAULT_DRAIN_NICE_RATIO
+    drain_max_slowdown: Annotated[
+        float,
+        Field(
+            allow_inf_nan=False,
+            ge=0,
+            le=100,
+            description="Drain mode: when a batch takes more than this many times the time per "
+            "row of the fastest of the drain's recent batches (the database busy with other "
+            "work), rest (slowdown - 1) times the batch's time; 0 = never, else at least 1.",
+            json_schema_extra={"allowed": "0, or 1 to 100"},
+        ),
+    ] = DEFAULT_DRAIN_MAX_SLOWDOWN
     max_replica_lag_seconds: Annotated[
         Seconds,
         Field(
@@ -367,6 +380,13 @@ class CycleOptions(DatabaseOptions):
         # A pause as long as the budget would leave no time for a second batch.
         if self.batch_pause_seconds >= self.max_cycle_seconds:
             raise ValueError("--batch-pause-seconds must be below --max-cycle-seconds")
+        return self
+
+    @model_validator(mode="after")
+    def _slowdown_off_or_at_least_one(self) -> Self:
+        # Below 1, a batch no slower than the fastest would rest the drain every time.
+        if 0 < self.drain_max_slowdown < 1:
+            raise ValueError("--drain-max-slowdown must be 0 (never) or at least 1")
         return self
 
     @property

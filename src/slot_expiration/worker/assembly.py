@@ -71,6 +71,7 @@ def cycle_limits(options: CycleOptions, *, collect_slots: bool = True) -> CycleL
         quarantine_retention=timedelta(days=options.history_retention_days),
         max_replica_lag_seconds=options.max_replica_lag_seconds,
         drain_nice_ratio=options.drain_nice_ratio,
+        drain_max_slowdown=options.drain_max_slowdown,
         collect_slots=collect_slots,
     )
 
