@@ -26,10 +26,12 @@ class Section(StrEnum):
     PARALLEL = "c"  # the same drain with 1, 2 and 4 worker processes
     BOOKING = "d"  # booking latency beside the worker's drain, the bare loop's, and none
     DRAIN_RATE = "g"  # drain rate by batch size: worker, bare loop, the pg_cron job
+    # the bookings' p99 against the drain's rate, by nice ratio and adaptive setting: on the
+    # shared table and its booking candidates, before e and h load tables of their own
+    THROTTLE = "i"
     MEMORY = "f"  # the worker's resident memory, idle and draining
     GROWTH = "e"  # one batch on ever larger tables, with and without dead tuples
     PARTITIONED = "h"  # a calendar partitioned by month (pg_partman) against a plain one
-    THROTTLE = "i"  # the bookings' p99 against the drain's rate, by --drain-nice-ratio
 
 
 @dataclass(frozen=True, slots=True)
