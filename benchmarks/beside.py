@@ -78,6 +78,8 @@ class Drainer:
     pause_seconds: float = 0.0
     drain_batch_size_flag: bool = False  # the worker is given --drain-batch-size
     synchronous_commit: SynchronousCommit | None = None  # the worker's; None: the run's
+    nice_ratio: float = 0.0  # the worker's --drain-nice-ratio
+    max_slowdown: float = 0.0  # the worker's --drain-max-slowdown (the adaptive mode)
 
     @property
     def batched(self) -> bool:
@@ -89,6 +91,10 @@ class Drainer:
         if not self.batched:
             return self.kind.value
         pace = f"paced {self.pause_seconds:g} s" if self.pause_seconds else "flat out"
+        if self.nice_ratio:
+            pace = f"nice ratio {self.nice_ratio:g}"
+        if self.max_slowdown:
+            pace = f"adaptive, max slowdown {self.max_slowdown:g}"
         commit = (
             f", synchronous commit {self.synchronous_commit.value}"
             if self.synchronous_commit is not None
@@ -227,20 +233,23 @@ async def _worker_drain(ctx: BenchContext, drainer: Drainer) -> Drained:
         drainer.pause_seconds,
         drainer.drain_batch_size_flag,
         drainer.synchronous_commit,
+        drainer.nice_ratio,
+        drainer.max_slowdown,
     )
     async with worker_process(*ctx.drain_once_args(LOCK_TIMEOUT_SECONDS, pace)) as worker:
         await worker.wait()
-    start, end, batch_ms = worker_timing(worker.events(), drainer.pause_seconds)
+    start, end, batch_ms = worker_timing(worker.events(), drainer.pause_seconds, drainer.nice_ratio)
     rows = int(once_summary(worker)["expired_count"])
     return Drained(rows, start, end, batch_ms)
 
 
 def worker_timing(
-    events: Sequence[dict[str, Any]], pause_seconds: float
+    events: Sequence[dict[str, Any]], pause_seconds: float, nice_ratio: float = 0.0
 ) -> tuple[float, float, tuple[float, ...]]:
     """A worker's drain from its log: its cycle's start and end (Unix time), and each
     batch's milliseconds from one batch's log line to the next's: the batch and the
-    code around it, less the pause before it; the first from the cycle's start (its
+    code around it, less the pause before it (and the nice rest after the batch before,
+    ratio x its time: the span over 1 + ratio); the first from the cycle's start (its
     set-up too)."""
     moments = [
         event_time(event).timestamp()
@@ -250,9 +259,10 @@ def worker_timing(
     if len(moments) < 3:
         raise BenchError("a worker's log has no cycle with a batch")
     pauses = [0.0] + [pause_seconds] * (len(moments) - 3)
+    rests = [1.0] + [1.0 + nice_ratio] * (len(moments) - 3)
     batch_ms = tuple(
-        (b - a - pause) * 1000.0
-        for a, b, pause in zip(moments[:-2], moments[1:-1], pauses, strict=True)
+        (b - a - pause) * 1000.0 / rest
+        for a, b, pause, rest in zip(moments[:-2], moments[1:-1], pauses, rests, strict=True)
     )
     return moments[0], moments[-1], batch_ms
 
@@ -314,14 +324,17 @@ class PgbenchLength:
             return
         seconds = drained.end - drained.start
         self._seen[run.drainer] = seconds
-        working = seconds - self._pauses(run.drainer, drained.rows)
+        working = (seconds - self._pauses(run.drainer, drained.rows)) / (
+            1.0 + run.drainer.nice_ratio
+        )
         if working > 0 and drained.rows:
             self._working_rate[run.drainer.kind] = drained.rows / working
 
     def _expected(self, drainer: Drainer) -> float:
         guessed = GUESSED_ROWS_PER_SECOND[drainer.kind.value]
         working_rate = self._working_rate.get(drainer.kind, guessed)
-        return self._backlog / working_rate + self._pauses(drainer, self._backlog)
+        working = self._backlog / working_rate * (1.0 + drainer.nice_ratio)
+        return working + self._pauses(drainer, self._backlog)
 
     @staticmethod
     def _pauses(drainer: Drainer, rows: int) -> float:

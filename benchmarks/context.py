@@ -35,6 +35,8 @@ class WorkerPace:
     pause_seconds: float = 0.0
     drain_batch_size_flag: bool = False
     synchronous_commit: SynchronousCommit | None = None  # None: the run's
+    nice_ratio: float = 0.0  # --drain-nice-ratio
+    max_slowdown: float = 0.0  # --drain-max-slowdown
 
     def size_flags(self, first_batch_size: int) -> tuple[str, ...]:
         if self.drain_batch_size_flag:
@@ -117,6 +119,10 @@ class BenchContext:
             prepared,
             "--synchronous-commit",
             commit.value,
+            "--drain-nice-ratio",
+            f"{pace.nice_ratio:g}",
+            "--drain-max-slowdown",
+            f"{pace.max_slowdown:g}",
         )
 
     async def explain(self, occasion: str, statement: str) -> None:

@@ -26,6 +26,9 @@ class Section(StrEnum):
     PARALLEL = "c"  # the same drain with 1, 2 and 4 worker processes
     BOOKING = "d"  # booking latency beside the worker's drain, the bare loop's, and none
     DRAIN_RATE = "g"  # drain rate by batch size: worker, bare loop, the pg_cron job
+    # the bookings' p99 against the drain's rate, by nice ratio and adaptive setting: on the
+    # shared table and its booking candidates, before e and h load tables of their own
+    THROTTLE = "i"
     MEMORY = "f"  # the worker's resident memory, idle and draining
     GROWTH = "e"  # one batch on ever larger tables, with and without dead tuples
     PARTITIONED = "h"  # a calendar partitioned by month (pg_partman) against a plain one
@@ -65,6 +68,15 @@ class DrainRatePlan:
     def __post_init__(self) -> None:
         if not set(self.bare_sizes) <= set(self.batch_sizes):
             raise ValueError("the bare loop's sizes must be among the worker's")
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottlePlan:
+    """Section i: the worker's drain at each nice ratio, beside the booking load."""
+
+    nice_ratios: tuple[float, ...]  # besides flat out (0)
+    max_slowdowns: tuple[float, ...]  # the adaptive mode's settings
+    rounds: int  # rounds of (no drain, the bare loop and the worker flat out, each ratio)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +156,7 @@ class BenchPlan:
     processes: tuple[int, ...]
     booking: BookingLoad
     drain_rate: DrainRatePlan
+    throttle: ThrottlePlan
     growth: GrowthPlan
     partitioned: PartitionPlan
     idle_seconds: float  # section f: how long the idle worker is watched
@@ -185,6 +198,7 @@ _DEFAULT = BenchPlan(
         paced_pause_seconds=0.02,
     ),
     drain_rate=DrainRatePlan(batch_sizes=(500, 2_000, 5_000), bare_sizes=(2_000,), rounds=5),
+    throttle=ThrottlePlan(nice_ratios=(0.5, 1.0, 2.0, 4.0), max_slowdowns=(1.5, 3.0), rounds=5),
     growth=GrowthPlan(
         sizes=(100_000, 1_000_000),
         dead_share=0.2,
@@ -232,6 +246,7 @@ _PLANS = {
             paced_pause_seconds=0.02,
         ),
         drain_rate=DrainRatePlan(batch_sizes=(500, 2_000), bare_sizes=(2_000,), rounds=1),
+        throttle=ThrottlePlan(nice_ratios=(1.0,), max_slowdowns=(1.5,), rounds=1),
         growth=GrowthPlan(
             sizes=(20_000, 50_000),
             dead_share=0.2,

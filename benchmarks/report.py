@@ -30,9 +30,11 @@ from benchmarks.targets import (
     IDLE_MEMORY,
     PARTITIONED_GROWTH,
     STATEMENT_RATIO,
+    THROTTLED_P99,
     Target,
     TargetCheck,
 )
+from benchmarks.throttle_section import TARGET_SHARE, ThrottleCurve, ThrottlePoint
 
 HEADER = ("section", "measure", "result", "compared with", "ratio", "target", "verdict")
 TARGETS_HEADER = ("section", "target", "limit", "result", "verdict")
@@ -81,6 +83,7 @@ class BenchResults:
     memory: MemoryProfile | None = None
     growth: Growth | None = None
     partitioned: Partitioned | None = None
+    throttle: ThrottleCurve | None = None
     plans: dict[str, str] = field(default_factory=dict)
 
 
@@ -103,6 +106,7 @@ class BenchReport:
             partitioned_check(r.partitioned),
             IDLE_MEMORY.check(r.memory.idle_mb if r.memory else None, absent),
             drain_rate_check(g),
+            throttle_check(r.throttle),
         ]
 
 
@@ -141,6 +145,21 @@ def drain_rate_check(g: DrainRates | None) -> TargetCheck:
     if g.at_default is None:
         return DRAIN_RATE.check(None, f"the default drain batch ({g.default_batch_size:,}) not run")
     return DRAIN_RATE.of_rounds(g.default_vs_single, "no rate measured")
+
+
+def throttle_check(i: ThrottleCurve | None) -> TargetCheck:
+    """The bookings' p99 beside the worker at its default setting, if it kept the share
+    of flat out the target asks for."""
+    if i is None:
+        return THROTTLED_P99.check(None, "section not run")
+    default = i.at_default
+    if default is None:
+        return THROTTLED_P99.check(None, "the default setting not run")
+    share = default.share_of_flat
+    if default.nice_ratio and (share is None or share.median < TARGET_SHARE):
+        kept = "no rate" if share is None else f"{share.median:.0%} of flat out"
+        return THROTTLED_P99.check(None, f"the default drains at {kept}")
+    return THROTTLED_P99.of_rounds(default.p99_vs_none, "no p99 measured")
 
 
 # --- Markdown -----------------------------------------------------------------------------
@@ -235,7 +254,61 @@ def table_rows(report: BenchReport) -> list[Row]:
         rows += _partitioned_rows(r.partitioned, checks[PARTITIONED_GROWTH])
     if r.memory:
         rows += _memory_rows(r.memory, checks[IDLE_MEMORY])
+    if r.throttle:
+        rows += _throttle_rows(r.throttle, checks[THROTTLED_P99])
     return rows
+
+
+def _throttle_rows(i: ThrottleCurve, check: TargetCheck) -> Iterator[Row]:
+    label, none = "i. bookings' p99 against the drain rate", i.no_drain.latency.latency_ms
+    yield _beside_row(
+        label,
+        i.bare_flat,
+        f"{i.bare_flat.label}: p99 / no drain (the floor)",
+        f"no drain p99 {none.p99:.2f} ms",
+    )
+    for point in i.points:
+        yield _throttle_point_row(label, point, none)
+    chosen, floor = i.chosen, i.floor
+    verdict = (
+        f"{_setting(chosen)} meets it"
+        if chosen is not None
+        else "no setting meets it; the floor: "
+        + (
+            f"{_setting(floor)}, p99 {_spread(floor.p99_vs_none)}"
+            if floor is not None
+            else f"no setting kept {TARGET_SHARE:.0%} of flat out"
+        )
+    )
+    yield (
+        label,
+        f"the default (nice ratio {i.default_ratio:g}, max slowdown {i.default_slowdown:g}): "
+        "p99 / no drain",
+        verdict,
+        f"no drain p99 {none.p99:.2f} ms",
+        check.result(),
+        check.target.describe(),
+        check.describe(),
+    )
+
+
+def _setting(p: ThrottlePoint) -> str:
+    if p.nice_ratio:
+        return f"nice ratio {p.nice_ratio:g}"
+    return f"adaptive, max slowdown {p.max_slowdown:g}" if p.max_slowdown else "flat out"
+
+
+def _throttle_point_row(label: str, p: ThrottlePoint, none: Distribution) -> Row:
+    setting = _setting(p)
+    return (
+        label,
+        f"worker, {setting}: drain rate / flat out; bookings p99 / no drain",
+        f"{_rate(p.drain)} rows/s, {_spread(p.share_of_flat)} of flat out",
+        f"no drain p99 {none.p99:.2f} ms",
+        f"p99 {_spread(p.p99_vs_none)}",
+        DASH,
+        DASH,
+    )
 
 
 def _ms(d: Distribution) -> str:
@@ -625,6 +698,7 @@ def to_json(report: BenchReport) -> dict[str, Any]:
         "f": r.memory,
         "g": r.drain_rate,
         "h": r.partitioned,
+        "i": r.throttle,
     }
     return {
         "run": _plain(report.facts),
@@ -667,6 +741,7 @@ _DERIVED = {
     "ParallelDrain": ("exactly_once",),
     "Growth": ("largest_vs_smallest", "round_ratios"),
     "BookingInterference": ("slots_booked",),
+    "ThrottleCurve": ("default_ratio", "default_slowdown"),
     "DrainRates": ("best_batch_size", "best_vs_single", "default_vs_single", "peer_is_cron"),
     "DrainSeries": ("seconds", "rows_per_second"),
     "Partitioned": ("monthly_growth", "plain_growth"),

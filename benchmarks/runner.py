@@ -25,6 +25,7 @@ from benchmarks.partition_section import measure_partitioned
 from benchmarks.plan import Section, plan_for
 from benchmarks.report import BenchReport, BenchResults, Conditions, RunFacts
 from benchmarks.store import BenchStore
+from benchmarks.throttle_section import measure_throttle
 
 BUSY_SAMPLE_SECONDS = 3.0
 _RESULT_FIELD = {
@@ -36,6 +37,7 @@ _RESULT_FIELD = {
     Section.MEMORY: "memory",
     Section.GROWTH: "growth",
     Section.PARTITIONED: "partitioned",
+    Section.THROTTLE: "throttle",
 }
 _MEASURE: dict[Section, Callable[[BenchContext], Awaitable[Any]]] = {
     Section.BATCH: measure_batches,
@@ -46,6 +48,7 @@ _MEASURE: dict[Section, Callable[[BenchContext], Awaitable[Any]]] = {
     Section.MEMORY: measure_memory,
     Section.GROWTH: measure_growth,
     Section.PARTITIONED: measure_partitioned,
+    Section.THROTTLE: measure_throttle,
 }
 
 
@@ -117,7 +120,7 @@ async def _prepare(ctx: BenchContext, sections: tuple[Section, ...]) -> LoadedTa
     ):
         await ctx.explain(occasion, statement)
     await ctx.store.vacuum_analyze()  # the explained, rolled-back updates left dead tuples
-    if {Section.BOOKING, Section.DRAIN_RATE} & set(sections):
+    if {Section.BOOKING, Section.DRAIN_RATE, Section.THROTTLE} & set(sections):
         await ctx.store.create_booking_candidates()
     return table
 

@@ -144,6 +144,14 @@ DRAIN_RATE = Target(
     min_samples=MIN_ROUNDS,
     samples="rounds",
 )
+THROTTLED_P99 = Target(
+    "i",
+    "bookings' p99 beside the default drain / with no drain",
+    limit=1.5,
+    condition="while it drains at >= 40% of flat out",
+    min_samples=MIN_ROUNDS,
+    samples="rounds",
+)
 TARGETS = (
     BATCH_RATIO,
     STATEMENT_RATIO,
@@ -153,4 +161,5 @@ TARGETS = (
     PARTITIONED_GROWTH,
     IDLE_MEMORY,
     DRAIN_RATE,
+    THROTTLED_P99,
 )

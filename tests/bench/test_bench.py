@@ -23,7 +23,7 @@ from tests.e2e.command import (
     started,
 )
 
-QUICK_SECONDS = 300.0  # a smoke run of about a minute, on a busy machine too
+QUICK_SECONDS = 420.0  # a smoke run of about two minutes, on a busy machine too
 VERDICTS = {"met", "not met", "not measured"}
 BENCHMARK: dict[str, Any] = {"program": BENCH, "env": BENCH_ENV}
 
@@ -67,13 +67,26 @@ async def test_bench_quick_prints_a_table_of_every_section_and_writes_the_same_a
         "| section | measure | result | compared with | ratio | target | verdict |" in done.stdout
     )
     rows, targets = _tables(done.stdout)
-    assert {row[0][:2] for row in rows} == {"a.", "b.", "c.", "d.", "e.", "f.", "g.", "h."}
+    assert {row[0][:2] for row in rows} == {"a.", "b.", "c.", "d.", "e.", "f.", "g.", "h.", "i."}
     assert all(len(row) == 7 for row in rows)
     assert "| section | target | limit | result | verdict |" in done.stdout
-    assert [row[0] for row in targets] == ["a", "a", "b", "d", "e", "h", "f", "g"]
+    assert [row[0] for row in targets] == ["a", "a", "b", "d", "e", "h", "f", "g", "i"]
     assert {row[4].split(" (")[0] for row in targets} <= VERDICTS
     assert f"Figures written to {out}." in done.stdout
     _assert_sane(json.loads(out.read_text()))
+
+
+def _assert_sane_throttle(i: dict[str, Any], backlog: int) -> None:
+    """Flat out, each nice ratio and each adaptive setting of the quick plan, every one a
+    whole drain beside bookings, flat out its own yardstick."""
+    settings = [(p["nice_ratio"], p["max_slowdown"]) for p in i["points"]]
+    assert settings == [(0.0, 0.0), (1.0, 0.0), (0.0, 1.5)]
+    for point in i["points"]:
+        assert point["drain"]["rows"] == backlog
+        assert point["drain"]["latency"]["bookings"] > 0
+        assert len(point["p99_vs_none"]["values"]) == i["rounds"]
+    assert i["points"][0]["share_of_flat"]["values"] == [1.0] * i["rounds"]
+    assert i["bare_flat"]["rows"] == backlog
 
 
 def _assert_sane(document: dict[str, Any]) -> None:
@@ -83,7 +96,7 @@ def _assert_sane(document: dict[str, Any]) -> None:
     assert run["embedded"] is True
     assert run["table"]["slots"] == sum(run["table"]["by_status"].values())
     backlog = run["table"]["due"]
-    assert set(sections) == set("abcdefgh")
+    assert set(sections) == set("abcdefghi")
     a = sections["a"]
     assert a["worker"]["count"] == a["bare"]["count"] == a["rounds"] * a["batches_per_round"]
     assert a["median_ratio"] > 0
@@ -114,7 +127,18 @@ def _assert_sane(document: dict[str, Any]) -> None:
     assert f["drained_rows"] == backlog
     assert 0 < f["idle_mb"] <= f["lifetime_peak_mb"]
     _assert_sane_partitions(sections["h"])
-    assert [t["section"] for t in document["targets"]] == ["a", "a", "b", "d", "e", "h", "f", "g"]
+    _assert_sane_throttle(sections["i"], backlog)
+    assert [t["section"] for t in document["targets"]] == [
+        "a",
+        "a",
+        "b",
+        "d",
+        "e",
+        "h",
+        "f",
+        "g",
+        "i",
+    ]
     assert {t["verdict"] for t in document["targets"]} <= VERDICTS
     assert any("ix_availability_slots_status_start" in plan for plan in document["plans"].values())
 

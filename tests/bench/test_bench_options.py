@@ -36,17 +36,17 @@ def test_quick_and_full_together_are_refused() -> None:
 
 def test_sections_default_to_all_in_the_order_a_run_measures_them() -> None:
     assert parse_sections(None) == tuple(Section)
-    assert [s.value for s in parse_sections(None)] == ["a", "b", "c", "d", "g", "f", "e", "h"]
+    assert [s.value for s in parse_sections(None)] == ["a", "b", "c", "d", "g", "i", "f", "e", "h"]
 
 
 def test_chosen_sections_keep_the_run_order_and_ignore_case_spaces_and_repeats() -> None:
     assert parse_sections("e, A,c,a") == (Section.BATCH, Section.PARALLEL, Section.GROWTH)
 
 
-@pytest.mark.parametrize("text", ["i", "a,,b", "", "ab"])
+@pytest.mark.parametrize("text", ["j", "a,,b", "", "ab"])
 def test_an_unknown_section_is_refused_naming_the_choices(text: str) -> None:
     with pytest.raises(
-        BenchOptionsError, match=r"--sections: .*choose from a, b, c, d, e, f, g, h"
+        BenchOptionsError, match=r"--sections: .*choose from a, b, c, d, e, f, g, h, i"
     ):
         parse_sections(text)
 

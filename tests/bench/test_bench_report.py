@@ -27,6 +27,7 @@ from benchmarks.report import (
     render_markdown,
     table_rows,
     target_rows,
+    throttle_check,
     to_json,
 )
 from benchmarks.stats import Distribution, Spread
@@ -40,6 +41,7 @@ from benchmarks.targets import (
     TARGETS,
     Verdict,
 )
+from benchmarks.throttle_section import ThrottleCurve, ThrottlePoint
 
 
 def _ms(median: float) -> Distribution:
@@ -209,6 +211,26 @@ PARTITIONED = Partitioned(
 )
 
 
+def _throttle_point(nice: float, share: float, p99_vs_none: float) -> ThrottlePoint:
+    drain = _condition(f"worker, nice ratio {nice:g}", 3.0, 40_000 * share, p99_vs_none)
+    return ThrottlePoint(nice, 0.0, drain, _spread(share, share), _spread(p99_vs_none, p99_vs_none))
+
+
+THROTTLE = ThrottleCurve(
+    rounds=2,
+    backlog=200_000,
+    batch_size=2_000,
+    no_drain=_condition("no drain", 2.0),
+    bare_flat=_condition("bare loop, 2,000 a batch, flat out", 4.5, 60_000, 2.3),
+    points=(
+        _throttle_point(0.0, 1.0, 2.6),
+        _throttle_point(1.0, 0.55, 1.8),
+        _throttle_point(2.0, 0.42, 1.45),
+        _throttle_point(4.0, 0.25, 1.1),
+    ),
+)
+
+
 RESULTS = BenchResults(
     batch=BatchComparison(
         worker=_ms(12.0),
@@ -234,6 +256,7 @@ RESULTS = BenchResults(
     memory=MemoryProfile(58.0, 70.0, 66.0, 71.0, 200_000),
     growth=Growth(0.2, (_point(100_000, 10.0), _point(1_000_000, 12.0))),
     partitioned=PARTITIONED,
+    throttle=THROTTLE,
     plans={"expire_batch": "Update on availability_slots"},
 )
 FACTS = RunFacts(
@@ -506,7 +529,7 @@ def test_a_section_not_run_has_no_rows_and_its_target_is_not_measured() -> None:
 
     assert {row[0][0] for row in table_rows(report)} == {"a"}
     verdicts = [check.verdict for check in report.checks()]
-    assert verdicts == [Verdict.MET, Verdict.MET, *[Verdict.NOT_MEASURED] * 6]
+    assert verdicts == [Verdict.MET, Verdict.MET, *[Verdict.NOT_MEASURED] * 7]
 
 
 def test_a_target_is_met_at_its_limit_and_not_above() -> None:
@@ -533,6 +556,7 @@ def test_the_targets() -> None:
         ("h", "<= 1.5 with >= 50 batches"),
         ("f", "<= 60 MB"),
         ("g", ">= 0.75 with >= 5 rounds"),
+        ("i", "<= 1.5 while it drains at >= 40% of flat out with >= 5 rounds"),
     ]
 
 
@@ -549,13 +573,23 @@ def test_the_json_holds_the_same_figures_the_targets_and_the_plans() -> None:
     document = json.loads(json.dumps(to_json(REPORT)))
 
     assert set(document) == {"run", "sections", "targets", "plans"}
-    assert set(document["sections"]) == set("abcdefgh")
+    assert set(document["sections"]) == set("abcdefghi")
     assert document["sections"]["a"]["median_ratio"] == 1.2
     assert document["sections"]["a"]["worker"]["median"] == pytest.approx(12.0)
     assert [c["exactly_once"] for c in document["sections"]["c"]] == [True, True, True]
     assert document["sections"]["e"]["largest_vs_smallest"] == pytest.approx(1.2)
     assert document["sections"]["f"]["idle_mb"] == 58.0
-    assert [t["section"] for t in document["targets"]] == ["a", "a", "b", "d", "e", "h", "f", "g"]
+    assert [t["section"] for t in document["targets"]] == [
+        "a",
+        "a",
+        "b",
+        "d",
+        "e",
+        "h",
+        "f",
+        "g",
+        "i",
+    ]
     assert document["targets"][2]["spread"]["values"] == pytest.approx(
         [0.9, 0.92, 0.94, 0.91, 0.93]
     )
@@ -570,3 +604,46 @@ def test_the_json_holds_the_same_figures_the_targets_and_the_plans() -> None:
     assert {t["verdict"] for t in document["targets"]} == {"met", "not met", "not measured"}
     assert document["plans"] == {"expire_batch": "Update on availability_slots"}
     assert document["run"]["conditions"]["a"]["autovacuum_runs"] == 1
+
+
+def test_the_least_throttled_setting_that_meets_the_target_is_the_one_chosen() -> None:
+    # nice 1 keeps 55% but its p99 is 1.8 x; nice 2 keeps 42% at 1.45 x; nice 4 is lower
+    # still (1.1 x) but keeps only 25%.
+    assert THROTTLE.chosen is not None
+    assert THROTTLE.chosen.nice_ratio == 2.0
+    assert THROTTLE.floor is not None
+    assert THROTTLE.floor.nice_ratio == 2.0
+
+
+def test_where_no_setting_meets_the_target_the_floor_is_the_lowest_p99_that_kept_the_share() -> (
+    None
+):
+    curve = replace(
+        THROTTLE,
+        points=(_throttle_point(0.0, 1.0, 2.6), _throttle_point(1.0, 0.5, 1.9)),
+    )
+
+    assert curve.chosen is None
+    assert curve.floor is not None
+    assert curve.floor.nice_ratio == 1.0
+    rows = table_rows(BenchReport(FACTS, BenchResults(throttle=curve)))
+    assert "no setting meets it; the floor: nice ratio 1, p99 1.90" in rows[-1][2]
+
+
+def test_the_throttle_target_reads_the_default_setting_and_its_rounds() -> None:
+    check = throttle_check(THROTTLE)  # the default: flat out, 2.6 x in 2 rounds
+
+    assert check.verdict is Verdict.NOT_MEASURED
+    assert check.why_not_measured == "2 of the 5 rounds it needs"
+    five = replace(
+        THROTTLE,
+        points=(
+            ThrottlePoint(
+                0.0, 0.0, THROTTLE.points[0].drain, _spread(*[1.0] * 5), _spread(*[1.3] * 5)
+            ),
+        ),
+    )
+    assert throttle_check(five).verdict is Verdict.MET
+    assert throttle_check(replace(five, points=())).why_not_measured == (
+        "the default setting not run"
+    )

@@ -159,6 +159,14 @@ CASES = [
         USAGE,
         r"--batch-pause-seconds",
     ),
+    Case("nice-ratio-negative", once("--drain-nice-ratio", "-1"), USAGE, r"--drain-nice-ratio"),
+    Case("nice-ratio-nan", once("--drain-nice-ratio", "nan"), USAGE, r"--drain-nice-ratio"),
+    Case(
+        "replica-lag-negative",
+        once("--max-replica-lag-seconds", "-1"),
+        USAGE,
+        r"--max-replica-lag-seconds",
+    ),
     Case(
         "lock-timeout-zero", once("--lock-timeout-seconds", "0"), USAGE, r"--lock-timeout-seconds"
     ),

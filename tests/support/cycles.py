@@ -104,6 +104,8 @@ def make_cycle(
     max_clock_skew_seconds: float = DEFAULTS.max_clock_skew_seconds,
     drain_batch_size: int | None = None,  # None: batch_size for every batch
     collect_slots: bool = True,
+    max_replica_lag_seconds: float = 0.0,  # 0: never look at the standbys
+    drain_nice_ratio: float = 0.0,
 ) -> ExpiryCycle:
     limits = CycleLimits(
         batch_size=batch_size,
@@ -114,6 +116,8 @@ def make_cycle(
         backoff=backoff or default_backoff(),
         max_clock_skew_seconds=max_clock_skew_seconds,
         quarantine_retention=timedelta(days=DEFAULTS.history_retention_days),
+        max_replica_lag_seconds=max_replica_lag_seconds,
+        drain_nice_ratio=drain_nice_ratio,
     )
     return ExpiryCycle(
         lambda: CycleStore.connect(url, LIMITS), limits, monotonic=monotonic, clock=clock

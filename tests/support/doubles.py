@@ -38,6 +38,8 @@ def empty_result(run: CycleRun) -> CycleResult:
         stop_reason=StopReason.DRAINED,
         backlog=None,
         clock_skew_seconds=None,
+        throttled_seconds=0.0,
+        throttled_by=None,
     )
 
 

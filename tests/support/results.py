@@ -71,6 +71,8 @@ def cycle_result(
         stop_reason=StopReason.DRAINED if outcome is CycleOutcome.SUCCESS else None,
         backlog=backlog,
         clock_skew_seconds=None,
+        throttled_seconds=0.0,
+        throttled_by=None,
     )
 
 

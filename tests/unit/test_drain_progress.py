@@ -269,6 +269,14 @@ def test_the_last_line_says_a_signal_stopped_it() -> None:
     )
 
 
+def test_the_last_line_says_a_standby_held_it_and_that_it_goes_on_by_itself() -> None:
+    assert _stopped(StopReason.THROTTLED, 51_500) == (
+        "held by a streaming standby further behind than 10 s until the cycle budget ran "
+        "out: 51,500 left; it goes on once the standby catches up "
+        "(see docs/operations.md, a drain the calendar never feels)"
+    )
+
+
 def test_the_last_line_of_a_drain_that_took_everything_says_so() -> None:
     assert _stopped(StopReason.DRAINED, 0) == "drained: nothing left due"
     assert _stopped(StopReason.DRAINED, None) == "drained: what is left was not counted"

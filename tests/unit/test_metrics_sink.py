@@ -69,6 +69,8 @@ def test_every_metric_has_the_name_and_type_the_spec_and_the_issue_give() -> Non
         f"{P}_quarantine_oldest_age_seconds": "gauge",
         f"{P}_http_bad_requests": "counter",
         f"{P}_sink_failures": "counter",
+        f"{P}_throttled_seconds": "counter",
+        f"{P}_replica_lag_seconds": "gauge",
         f"{P}_build_info": "gauge",
     }
     exposed = recorded.exposition().decode()

@@ -13,7 +13,10 @@ from slot_expiration.expiry.events import (
     CycleEvent,
     CycleStarted,
     DrainStarted,
+    DrainThrottled,
     EmitCycleEvent,
+    ReplicaLagRead,
+    StandbysNotJudged,
     describe,
 )
 from slot_expiration.expiry.failure import ClockSkewError, CycleFailed, outcome_of, sqlstate_of
@@ -27,6 +30,7 @@ from slot_expiration.expiry.result import (
     StopReason,
 )
 from slot_expiration.expiry.run import CycleRun
+from slot_expiration.expiry.throttle import StandbysUnseen, ThrottleReason
 
 __all__ = [
     "BACKLOG_COUNT_CAP",
@@ -49,10 +53,15 @@ __all__ = [
     "CycleStarted",
     "DrainProgress",
     "DrainStarted",
+    "DrainThrottled",
     "EmitCycleEvent",
     "ExpiryCycle",
+    "ReplicaLagRead",
+    "StandbysNotJudged",
+    "StandbysUnseen",
     "StopReason",
     "StoreFactory",
+    "ThrottleReason",
     "describe",
     "outcome_of",
     "run_cycle",

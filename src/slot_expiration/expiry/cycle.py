@@ -10,6 +10,7 @@ from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
+from uuid import UUID
 
 from slot_expiration.db import (
     RowRejectedError,
@@ -24,6 +25,9 @@ from slot_expiration.expiry.events import (
     BatchStarted,
     ClockCompared,
     DrainStarted,
+    DrainThrottled,
+    ReplicaLagRead,
+    StandbysNotJudged,
 )
 from slot_expiration.expiry.failure import ClockSkewError
 from slot_expiration.expiry.limits import CycleLimits
@@ -40,6 +44,14 @@ from slot_expiration.expiry.store import (
     LockedBatch,
     Position,
     Selection,
+)
+from slot_expiration.expiry.throttle import (
+    REPLICA_POLL_SECONDS,
+    LatencyWatch,
+    ReplicaWatch,
+    StandbysUnseen,
+    ThrottleReason,
+    nice_rest_seconds,
 )
 
 SLOT_TABLE = "availability_slots"
@@ -83,6 +95,11 @@ class ExpiryCycle:
     ) -> None:
         self._open_store = open_store
         self._limits = limits
+        # What the standbys showed, across this worker's cycles (a stalled replay's time).
+        self._standbys = ReplicaWatch()
+        self._latency = LatencyWatch()  # the drain's batch times, across its cycles
+        self._blind: set[UUID] = set()  # the cycle that found it cannot see the standbys
+        self._standbys_fine_at: float | None = None  # when they were last read within limits
         self._monotonic = monotonic
         self._clock = clock
 
@@ -160,6 +177,8 @@ class ExpiryCycle:
 
         after: Position | None = None  # where the previous batch's window ended
         while True:
+            if not await self._standbys_allow_a_batch(store, run):
+                return StopReason.STOP_REQUESTED if run.stop_requested() else StopReason.THROTTLED
             number = run.progress.batch_started()
             run.emit(BatchStarted(run.run_id, number))
             size = self._limits.size_of_batch(number)
@@ -174,10 +193,73 @@ class ExpiryCycle:
             ahead = pace.expected_seconds(self._limits.size_of_batch(number + 1))
             if (reason := self._stop_reason(run, batch, ahead)) is not None:
                 return reason
-            if self._limits.batch_pause_seconds > 0:
-                await run.pause(self._limits.batch_pause_seconds)
-                if run.stop_requested():
-                    return StopReason.STOP_REQUESTED
+            await self._rest(run, batch, size)
+            if run.stop_requested():
+                return StopReason.STOP_REQUESTED
+
+    async def _rest(self, run: CycleRun, batch: BatchResult, size: int) -> None:
+        """After a batch of `size` rows asked for that leaves more to do: the fixed pause,
+        the nice rest in proportion to the batch's time, and the rest a batch slower than
+        the drain's baseline calls for (throttle.py)."""
+        seconds = batch.duration_ms / 1000.0
+        rests = {
+            ThrottleReason.NICE: nice_rest_seconds(seconds, self._limits.drain_nice_ratio),
+            ThrottleReason.LOAD: self._latency.rest_seconds(
+                seconds, size, self._limits.drain_max_slowdown
+            ),
+        }
+        for reason, rest in rests.items():
+            if rest > 0:
+                run.emit(DrainThrottled(run.run_id, reason, rest))
+                run.progress.throttled(reason, rest)
+        if (pause := self._limits.batch_pause_seconds + sum(rests.values())) > 0:
+            await run.pause(pause)
+
+    async def _standbys_allow_a_batch(self, store: CycleStore, run: CycleRun) -> bool:
+        """Before each batch (the first of a cycle too: a standby stalled for hours must
+        not take a batch per tick): False while a streaming standby is further behind
+        than allowed and the budget runs out, or a stop is asked for. While held, the
+        standbys are read again every REPLICA_POLL_SECONDS, each wait an event. Where
+        they cannot be seen, the cycle goes on without looking again (nor failing a
+        statement per batch in the server's log)."""
+        if self._limits.max_replica_lag_seconds <= 0 or run.run_id in self._blind:
+            return True
+        if self._standbys_fine_at is not None and (
+            self._monotonic() - self._standbys_fine_at < REPLICA_POLL_SECONDS
+        ):
+            # Read fine a moment ago: a drain of small quick batches does not pay a round
+            # trip per batch for a lag that cannot have grown past the limit since.
+            return True
+        self._standbys_fine_at = None
+        while not run.stop_requested():
+            standbys = await store.standbys()
+            lag = (
+                None
+                if standbys is None
+                else self._standbys.lag_seconds(standbys, self._monotonic())
+            )
+            if standbys is None or lag is None:
+                self._blind = {run.run_id}
+                why = StandbysUnseen.NOT_GRANTED if standbys is None else StandbysUnseen.OWNER_BLIND
+                run.emit(StandbysNotJudged(run.run_id, why))
+                return True
+            run.emit(ReplicaLagRead(run.run_id, lag))
+            if lag <= self._limits.max_replica_lag_seconds:
+                self._standbys_fine_at = self._monotonic()
+                return True
+            wait = REPLICA_POLL_SECONDS
+            if run.deadline is not None:
+                left = run.deadline - self._monotonic()
+                if left <= 0:
+                    return False
+                wait = min(wait, left)
+            run.emit(DrainThrottled(run.run_id, ThrottleReason.REPLICA_LAG, wait, lag))
+            run.progress.throttled(ThrottleReason.REPLICA_LAG, wait)
+            await run.pause(wait)
+        return False
+
+    def _past_deadline(self, run: CycleRun, ahead_seconds: float) -> bool:
+        return run.deadline is not None and self._monotonic() + ahead_seconds > run.deadline
 
     async def _drain_started(self, store: CycleStore, run: CycleRun) -> DrainWatch | None:
         """A drain first counts the rows due at its as_of (up to DRAIN_COUNT_CAP): what its

@@ -15,6 +15,7 @@ from uuid import UUID
 
 from slot_expiration.expiry.drain import DRAIN_COUNT_CAP, DrainProgress
 from slot_expiration.expiry.result import BACKLOG_COUNT_CAP, BatchResult, CycleResult
+from slot_expiration.expiry.throttle import StandbysUnseen, ThrottleReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,34 @@ class BatchCommitted:
 
 
 @dataclass(frozen=True, slots=True)
+class DrainThrottled:
+    """A drain waited `seconds` before its next batch, and why; `lag_seconds`: the largest
+    standby lag it saw (replica_lag), None otherwise."""
+
+    run_id: UUID
+    reason: ThrottleReason
+    seconds: float
+    lag_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLagRead:
+    """Before a batch, the largest lag of the streaming standbys (0.0: none behind)."""
+
+    run_id: UUID
+    lag_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class StandbysNotJudged:
+    """The drain could not see where the streaming standbys' replay is, and why: it went
+    on without judging their lag (and looks again at its next cycle)."""
+
+    run_id: UUID
+    why: StandbysUnseen
+
+
+@dataclass(frozen=True, slots=True)
 class BacklogMeasured:
     """After the cycle's batches (also when one failed): due rows left, counted up to a cap
     (`capped`: the count stopped there), and slots in quarantine, still Available and not
@@ -97,6 +126,9 @@ CycleEvent = (
     | DrainStarted
     | BatchStarted
     | BatchCommitted
+    | ReplicaLagRead
+    | DrainThrottled
+    | StandbysNotJudged
     | BacklogMeasured
     | CycleEnded
 )

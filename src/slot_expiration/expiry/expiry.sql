@@ -171,6 +171,16 @@ RETURNING id, tenant_id;
 -- role lacks comes next, from the contract (schema/contract.sql, worker_problems).
 SELECT clock_timestamp() AS server_clock;
 
+-- name: standbys
+-- Where each streaming standby's replay is against the primary's WAL, in bytes,
+-- and its own replay_lag (stale while its replay is paused: throttle.py keeps
+-- its own lag tracker), through the function migration 0009 made, which reads
+-- pg_stat_replication with its owner's rights: NULL positions where even those
+-- cannot see them. The drain's throttle, before each batch.
+SELECT name, wal_bytes, replay_bytes, replay_lag_seconds
+FROM slot_expiration_standbys()
+ORDER BY name;
+
 -- name: count_backlog_capped
 -- What is still due after a cycle, counted cheaply: an index-only walk that
 -- stops at `cap` rows (the cap sits far above the alert threshold). Due at

@@ -22,6 +22,13 @@ class CycleLimits:
     # How long a quarantine entry that ended is kept (`quarantine list --history`), as
     # the cycle history is: the cycle's tail purges the older ones.
     quarantine_retention: timedelta
+    # Drain mode: wait while a streaming standby is further behind (0: never look).
+    max_replica_lag_seconds: float = 0.0
+    # Drain mode: after a batch of t seconds, rest this many times t.
+    drain_nice_ratio: float = 0.0
+    # Drain mode: a batch slower per row than the recent fastest by more than this many
+    # times rests the drain (0: never).
+    drain_max_slowdown: float = 0.0
     # Collect each batch's slots and tenants: only a trace records them (logs and
     # metrics need counts), and returning them costs a batch about 0.7 ms.
     collect_slots: bool = True

@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from slot_expiration.domain import CycleOutcome, SlotRef
+from slot_expiration.expiry.throttle import ThrottleReason
 
 # How many failed slot ids a cycle's summary shows; every one is logged anyway.
 FAILED_SAMPLE_SIZE = 10
@@ -76,6 +77,8 @@ class StopReason(StrEnum):
     MAX_BATCHES = "max_batches"  # it ran --max-batches-per-cycle batches
     BUDGET = "budget"  # too little of the cycle budget was left for another batch
     STOP_REQUESTED = "stop_requested"  # SIGTERM/SIGINT arrived between two batches
+    # held back (a standby further behind than allowed) until too little budget was left
+    THROTTLED = "throttled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,10 @@ class CycleResult:
     backlog: int | None  # Available rows still due at as_of after the cycle, capped
     # The worker's clock minus the database's at the cycle's start (None: not compared).
     clock_skew_seconds: float | None
+    # How long a drain waited before its batches (the throttle: throttle.py), and the
+    # reason it waited longest for (None: it never waited).
+    throttled_seconds: float
+    throttled_by: ThrottleReason | None
     run_id: UUID
     as_of: datetime
     started_at: datetime  # the worker's clock when the cycle started
@@ -145,6 +152,14 @@ class CycleProgress:
     failed_sample: list[SlotRef] = field(default_factory=list)
     backlog: int | None = None
     clock_skew_seconds: float | None = None
+    throttled_seconds: float = 0.0
+    # The throttle's waits by reason; the result keeps the total and the longest's reason.
+    _throttled: dict[ThrottleReason, float] = field(default_factory=dict)
+
+    def throttled(self, reason: ThrottleReason, seconds: float) -> None:
+        """The drain waits `seconds` before its next batch, for `reason`."""
+        self.throttled_seconds += seconds
+        self._throttled[reason] = self._throttled.get(reason, 0.0) + seconds
 
     def batch_started(self) -> int:
         """The number of the batch that starts (1 for the cycle's first)."""
@@ -168,8 +183,9 @@ class CycleProgress:
         done = {
             field.name: getattr(self, field.name)
             for field in dataclass_fields(self)
-            if field.name != "batch_in_flight"
+            if field.name not in {"batch_in_flight", "_throttled"}
         }
+        done["throttled_by"] = max(self._throttled, key=self._throttled.__getitem__, default=None)
         done["failed_sample"] = tuple(self.failed_sample)
         return CycleResult(
             **done, outcome=outcome, duration_ms=duration_ms, stop_reason=stop_reason

@@ -14,6 +14,11 @@ from datetime import datetime
 from typing import Any, Self
 from uuid import UUID
 
+from slot_expiration.db.errors import (
+    INSUFFICIENT_PRIVILEGE,
+    UNDEFINED_FUNCTION,
+    MisconfiguredStoreError,
+)
 from slot_expiration.db.session import (
     ApplicationName,
     Session,
@@ -22,6 +27,7 @@ from slot_expiration.db.session import (
     TransactionLimits,
 )
 from slot_expiration.domain import SlotRef, SlotStatus
+from slot_expiration.expiry.throttle import Standby
 from slot_expiration.quarantine.store import QuarantineStore
 from slot_expiration.schema.contract import WorkerProblems, worker_problems
 from slot_expiration.schema.location import verify_slot_table
@@ -211,6 +217,18 @@ class CycleStore:
 
     async def count_backlog(self, as_of: datetime) -> int:
         return int(await self.session.value("count_backlog", {"as_of": as_of}))
+
+    async def standbys(self) -> list[Standby] | None:
+        """The streaming standbys and where their replay is (the drain's throttle), in a
+        transaction of its own; None where the role may not run the function that reads
+        them (`grant` gives it) or the schema has none yet (`migrate` makes it)."""
+        try:
+            async with self.session.transaction():
+                return await self.session.records("standbys", Standby)
+        except MisconfiguredStoreError as error:
+            if error.sqlstate in {INSUFFICIENT_PRIVILEGE, UNDEFINED_FUNCTION}:
+                return None
+            raise
 
     async def count_backlog_capped(self, as_of: datetime | None, cap: int) -> int:
         """Available rows due at `as_of` (None: the database's now), up to `cap` at most."""

@@ -6,12 +6,12 @@
 INSERT INTO slot_expiration_cycles
     (run_id, instance, as_of, started_at, ended_at, outcome, stop_reason, expired_count,
      skipped_locked_count, failed_count, batches, duration_ms, backlog, clock_skew_seconds,
-     error_type, sqlstate, error)
+     error_type, sqlstate, error, throttled_seconds, throttled_by)
 VALUES
     (%(run_id)s, %(instance)s, %(as_of)s, %(started_at)s, %(ended_at)s, %(outcome)s,
      %(stop_reason)s, %(expired_count)s, %(skipped_locked_count)s, %(failed_count)s,
      %(batches)s, %(duration_ms)s, %(backlog)s, %(clock_skew_seconds)s, %(error_type)s,
-     %(sqlstate)s, %(error)s);
+     %(sqlstate)s, %(error)s, %(throttled_seconds)s, %(throttled_by)s);
 
 -- name: purge_cycle_history
 -- At most `limit` rows older than `cutoff`, by their physical address: a
@@ -37,7 +37,7 @@ CASE WHEN h.as_of BETWEEN '0001-01-02 00:00:00+00' AND '9999-12-30 23:59:59+00'
      THEN h.as_of END AS as_of,
 h.started_at, h.ended_at, h.outcome, h.stop_reason,
 h.expired_count, h.skipped_locked_count, h.failed_count, h.batches, h.duration_ms, h.backlog,
-h.clock_skew_seconds, h.error_type, h.sqlstate, h.error
+h.clock_skew_seconds, h.error_type, h.sqlstate, h.error, h.throttled_seconds, h.throttled_by
 
 -- name: history_latest_success
 -- The latest successful cycle: one probe of

@@ -51,6 +51,9 @@ class CycleRecord:
     error_type: str | None = None
     sqlstate: str | None = None
     error: str | None = None
+    # How long the cycle's drain waited on its throttle, and for what mostly (throttle.py).
+    throttled_seconds: float = 0.0
+    throttled_by: str | None = None
 
     @classmethod
     def from_columns(cls, *, outcome: str, **columns: Any) -> Self:
@@ -81,6 +84,7 @@ class CycleRecord:
             | {
                 "started_at": result.started_at - shift,
                 "stop_reason": result.stop_reason.value if result.stop_reason else None,
+                "throttled_by": result.throttled_by.value if result.throttled_by else None,
                 "instance": instance,
                 "ended_at": ended_at,
                 "error_type": None if error is None else type(error).__name__,

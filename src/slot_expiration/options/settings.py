@@ -166,6 +166,10 @@ LockTimeoutSeconds = Annotated[
 DEFAULT_LOCK_TIMEOUT_SECONDS: Final = 2.0
 # Measured in docs/benchmarks.md, section g: the drain rate at this size, beside bookings.
 DEFAULT_DRAIN_BATCH_SIZE: Final = 2_000
+# Chosen from docs/benchmarks.md, section i's curve of the bookings' latency against the
+# drain's rate.
+DEFAULT_DRAIN_NICE_RATIO: Final = 0.0
+DEFAULT_DRAIN_MAX_SLOWDOWN: Final = 0.0
 
 
 class MigrationSqlOptions(BaseSettings):
@@ -243,6 +247,41 @@ class CycleOptions(DatabaseOptions):
             "database to the bookings; below --max-cycle-seconds; 0 = none.",
         ),
     ] = 0.0
+    drain_nice_ratio: Annotated[
+        float,
+        Field(
+            allow_inf_nan=False,
+            ge=0,
+            le=100,
+            description="Drain mode: after a batch of t seconds, rest this many times t before "
+            "the next: a busier database (slower batches) gets longer rests; 0 = none "
+            "(docs/benchmarks.md, section i: the bookings' latency against the drain's rate).",
+            json_schema_extra={"allowed": "0 to 100"},
+        ),
+    ] = DEFAULT_DRAIN_NICE_RATIO
+    drain_max_slowdown: Annotated[
+        float,
+        Field(
+            allow_inf_nan=False,
+            ge=0,
+            le=100,
+            description="Drain mode: when a batch takes more than this many times the time per "
+            "row of the fastest of the drain's recent batches (the database busy with other "
+            "work), rest (slowdown - 1) times the batch's time; 0 = never, else at least 1.",
+            json_schema_extra={"allowed": "0, or 1 to 100"},
+        ),
+    ] = DEFAULT_DRAIN_MAX_SLOWDOWN
+    max_replica_lag_seconds: Annotated[
+        Seconds,
+        Field(
+            allow_inf_nan=False,
+            ge=0,
+            le=3_600,
+            description="Before each batch, wait while a streaming standby's replay is further "
+            "behind than this (read through slot_expiration_standbys(), which `grant` gives); "
+            "a cycle held until its budget ends stops as throttled; 0 = never look.",
+        ),
+    ] = 10.0
     max_cycle_seconds: Annotated[
         Seconds,
         Field(
@@ -341,6 +380,13 @@ class CycleOptions(DatabaseOptions):
         # A pause as long as the budget would leave no time for a second batch.
         if self.batch_pause_seconds >= self.max_cycle_seconds:
             raise ValueError("--batch-pause-seconds must be below --max-cycle-seconds")
+        return self
+
+    @model_validator(mode="after")
+    def _slowdown_off_or_at_least_one(self) -> Self:
+        # Below 1, a batch no slower than the fastest would rest the drain every time.
+        if 0 < self.drain_max_slowdown < 1:
+            raise ValueError("--drain-max-slowdown must be 0 (never) or at least 1")
         return self
 
     @property

@@ -93,7 +93,9 @@ SELECT * FROM (VALUES
     (26, 'slot_expiration_cycles', 'sqlstate', 'text', false),
     (27, 'slot_expiration_cycles', 'error', 'text', false),
     (28, 'slot_expiration_alembic_version', 'version_num', 'character varying(32)', true),
-    (29, 'slot_expiration_alembic_version', 'slot_table_schema', 'text', false)
+    (29, 'slot_expiration_alembic_version', 'slot_table_schema', 'text', false),
+    (30, 'slot_expiration_cycles', 'throttled_seconds', 'double precision', true),
+    (31, 'slot_expiration_cycles', 'throttled_by', 'text', false)
 ) AS shape (ordinal, relation, column_name, data_type, not_null)
 
 -- fragment: worker_shape_mismatch_rows

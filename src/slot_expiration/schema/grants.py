@@ -184,6 +184,12 @@ class _Grants:
             groups = _revoked(_extras(held, wanted), held)
         revokes = [self._compose("revoke", *group) for group in groups]
         statements = [*revokes, *self._grant_statements(schema, wanted)]
+        if self._mode is GrantMode.WORKER and await self._session.value("standbys_function_exists"):
+            statements.append(
+                self._session.template("grant_standbys_function").format(
+                    schema=sql.Identifier(schema), role=sql.Identifier(self._role)
+                )
+            )
         for statement in statements:
             await self._session.execute_composed(statement)
         after = await self._held()

@@ -137,3 +137,13 @@ REVOKE {privilege} ON TABLE {table} FROM {role};
 
 -- name: revoke_column_privilege
 REVOKE {privilege} ({column}) ON TABLE {table} FROM {role};
+
+-- name: standbys_function_exists
+-- Whether the function a drain reads the standbys through is there (migration
+-- 0009): a schema migrated by an older release has none to grant.
+SELECT to_regprocedure('slot_expiration_standbys()') IS NOT NULL;
+
+-- name: grant_standbys_function
+-- The worker's only privilege beyond the tables: the standbys' positions, read
+-- with the function owner's rights, not pg_read_all_stats (migration 0009).
+GRANT EXECUTE ON FUNCTION {schema}.slot_expiration_standbys() TO {role};

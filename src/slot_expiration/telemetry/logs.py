@@ -23,6 +23,10 @@ from slot_expiration.expiry import (
     CycleStarted,
     DrainProgress,
     DrainStarted,
+    DrainThrottled,
+    StandbysNotJudged,
+    StandbysUnseen,
+    ThrottleReason,
     describe,
     sqlstate_of,
 )
@@ -32,6 +36,20 @@ from slot_expiration.loop.events import SINK_FAILED
 from slot_expiration.options import LogFormat
 from slot_expiration.options.settings import DEFAULT_MAX_CLOCK_SKEW_SECONDS
 from slot_expiration.telemetry.traces import add_trace_id
+
+# A drain held back by a standby says so again after this much more waiting.
+HELD_LOG_EVERY_SECONDS: Final = 10.0
+# What to do when a drain cannot judge the standbys' lag (drain.standbys_unseen).
+UNSEEN_ADVICE: Final = {
+    StandbysUnseen.NOT_GRANTED: "the worker's role may not run slot_expiration_standbys(), "
+    "so a drain cannot judge the standbys' lag: run `slot-expiration grant` (and "
+    "`slot-expiration migrate` first if the schema is older), or set "
+    "--max-replica-lag-seconds 0",
+    StandbysUnseen.OWNER_BLIND: "slot_expiration_standbys() runs with the rights of the role "
+    "that ran migrate, which cannot see the standbys' positions, so a drain cannot judge "
+    "their lag: GRANT pg_read_all_stats TO that role (a superuser can), or set "
+    "--max-replica-lag-seconds 0",
+}
 
 
 class LogEvent:
@@ -57,6 +75,8 @@ class LogEvent:
     NATIVE_STDERR: Final = "native.stderr"  # a line libpq (native code) wrote to stderr
     HISTORY_WRITE_FAILED: Final = HISTORY_WRITE_FAILED
     SINK_FAILED: Final = SINK_FAILED
+    DRAIN_THROTTLED: Final = "drain.throttled"
+    STANDBYS_UNSEEN: Final = "drain.standbys_unseen"
     UI_SERVING: Final = "ui.serving"
 
 
@@ -70,6 +90,8 @@ class LogSink:
     ) -> None:
         self._log = logger or structlog.get_logger("slot_expiration")
         self._max_skew = max_clock_skew_seconds
+        self._unseen_said: set[StandbysUnseen] = set()  # each reason said once
+        self._held: dict[str, float] = {}  # run id -> seconds a standby has held its drain
 
     def __call__(self, event: Event) -> None:
         match event:
@@ -90,9 +112,18 @@ class LogSink:
                 )
             case BatchCommitted(run_id, batch, drain):
                 self._batch(str(run_id), batch, drain)
+            case DrainThrottled(run_id, ThrottleReason.REPLICA_LAG, seconds, lag):
+                self._held_by_standby(str(run_id), seconds, lag)
+            case StandbysNotJudged(_, why) if why not in self._unseen_said:
+                self._unseen_said.add(why)
+                self._log.warning(
+                    LogEvent.STANDBYS_UNSEEN, why=why.value, detail=UNSEEN_ADVICE[why]
+                )
             case CycleEnded(result, None):
+                self._held.pop(str(result.run_id), None)
                 self._completed(result)
             case CycleEnded(result, error) if error is not None:
+                self._held.pop(str(result.run_id), None)
                 self._failed(result, error)
             case TickSkipped(total):
                 self._log.warning(LogEvent.TICK_SKIPPED, skipped_ticks_total=total)
@@ -106,6 +137,23 @@ class LogSink:
                 self._log.info(LogEvent.WORKER_STOPPING, cycle_in_flight=cycle_in_flight)
             case LoopStopped():
                 self._log.info(LogEvent.WORKER_STOPPED)
+
+    def _held_by_standby(self, run: str, seconds: float, lag: float | None) -> None:
+        """A drain waiting for a standby says so when it starts waiting, and every
+        HELD_LOG_EVERY_SECONDS of waiting after: not one line per look at the standbys."""
+        before = self._held.get(run)
+        held = (before or 0.0) + seconds
+        self._held[run] = held
+        if before is None or held // HELD_LOG_EVERY_SECONDS > before // HELD_LOG_EVERY_SECONDS:
+            self._log.warning(
+                LogEvent.DRAIN_THROTTLED,
+                run_id=run,
+                reason=ThrottleReason.REPLICA_LAG.value,
+                replica_lag_seconds=None if lag is None else round(lag, 3),
+                held_seconds=round(held, 3),
+                detail="a streaming standby is further behind than --max-replica-lag-seconds: "
+                "the drain waits for it",
+            )
 
     def _batch(self, run: str, batch: BatchResult, drain: DrainProgress | None) -> None:
         self._log.info(

@@ -39,6 +39,9 @@ from slot_expiration.expiry import (
     ClockCompared,
     CycleEnded,
     CycleResult,
+    DrainThrottled,
+    ReplicaLagRead,
+    ThrottleReason,
 )
 from slot_expiration.expiry.backlog_trend import (
     BacklogSample,
@@ -190,6 +193,21 @@ class Metrics:
             "and closed.",
             registry=registry,
         )
+        self.throttled = Counter(
+            f"{PREFIX}_throttled_seconds",
+            "Seconds a drain waited between its batches, by why: a standby too far behind "
+            "(replica_lag), the rest after each batch (nice).",
+            ["reason"],
+            registry=registry,
+        )
+        self.replica_lag = Gauge(
+            f"{PREFIX}_replica_lag_seconds",
+            "The largest lag of the streaming standbys a drain last read: how long ago "
+            "the primary's WAL went past a standby's replay (or its replay_lag if larger).",
+            registry=registry,
+        )
+        for reason in ThrottleReason:  # each series from 0, so that rate() sees the first
+            self.throttled.labels(reason=reason.value)
         self.sink_failures = Counter(
             f"{PREFIX}_sink_failures",
             "Events a sink (the log, the history, the traces, ...) raised on: the event went "
@@ -211,6 +229,10 @@ class Metrics:
                 self.items.inc(batch.expired_count)
                 self.skip_locked.inc(batch.skipped_locked_count)
                 self.errors.inc(batch.failed_count)
+            case ReplicaLagRead(_, lag_seconds):
+                self.replica_lag.set(lag_seconds)
+            case DrainThrottled(_, reason, seconds):
+                self.throttled.labels(reason=reason.value).inc(seconds)
             case BacklogMeasured():
                 self._measured(event)
             case CycleEnded(result):

@@ -69,6 +69,9 @@ def cycle_limits(options: CycleOptions, *, collect_slots: bool = True) -> CycleL
         backoff=PoisonBackoff(options.poison_backoff_seconds, options.poison_backoff_max_seconds),
         max_clock_skew_seconds=options.max_clock_skew_seconds,
         quarantine_retention=timedelta(days=options.history_retention_days),
+        max_replica_lag_seconds=options.max_replica_lag_seconds,
+        drain_nice_ratio=options.drain_nice_ratio,
+        drain_max_slowdown=options.drain_max_slowdown,
         collect_slots=collect_slots,
     )
 
