@@ -256,14 +256,18 @@ def stop_line(
                 "(see docs/operations.md, a drain the calendar never feels)"
             )
         case _:  # drained: the last batch came back short
-            if result.backlog == 0:
-                return "drained: nothing left due"
-            if result.backlog is None:
-                return f"drained: {left}"
-            return (
-                f"drained what it could: {left}, locked by other transactions or waiting "
-                "in quarantine (see `slot-expiration status`)"
-            )
+            return _drained_line(result.backlog, left)
+
+
+def _drained_line(backlog: int | None, left: str) -> str:
+    if backlog == 0:
+        return "drained: nothing left due"
+    if backlog is None:
+        return f"drained: {left}"
+    return (
+        f"drained what it could: {left}, locked by other transactions or waiting "
+        "in quarantine (see `slot-expiration status`)"
+    )
 
 
 def _left_text(result: CycleResult, drain: DrainProgress | None) -> str:
