@@ -249,9 +249,9 @@ def stop_line(
         case StopReason.STOP_REQUESTED:
             return f"stopped on request (SIGTERM or SIGINT): {left}; run again to go on"
         case StopReason.THROTTLED:
-            limit = settings.max_replica_lag_seconds
+            lag = settings.max_replica_lag_seconds
             return (
-                f"held by a streaming standby further behind than {limit:g} s until the cycle "
+                f"held by a streaming standby further behind than {lag:g} s until the cycle "
                 f"budget ran out: {left}; it goes on once the standby catches up "
                 "(see docs/operations.md, a drain the calendar never feels)"
             )
