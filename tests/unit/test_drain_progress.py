@@ -26,7 +26,14 @@ from slot_expiration.expiry.drain import DRAIN_COUNT_CAP, DrainWatch, Pace
 from slot_expiration.history.store import BacklogRow
 from slot_expiration.options import CycleOptions, load_settings
 from slot_expiration.status.render import drain_text
-from slot_expiration.status.report import CycleSummary, Health, Unreadable, recent_pace
+from slot_expiration.status.report import (
+    CycleSummary,
+    Health,
+    Throttle,
+    Unreadable,
+    recent_pace,
+    recent_throttle,
+)
 from slot_expiration.telemetry import LogEvent, LogSink
 from tests.support.results import AS_OF, batch, cycle_result
 
@@ -210,6 +217,51 @@ def test_status_and_the_page_say_the_drains_rate_left_and_eta() -> None:
     health = _health(51_500, Pace(60_000, 600.0))
 
     assert drain_text(health) == "100 rows/s over the last 10m 0s, 51,500 left, ETA 8m 35s"
+
+
+def _waited(minutes: float, seconds: float, reason: str | None) -> BacklogRow:
+    return replace(_row(minutes, 3_000), throttled_seconds=seconds, throttled_by=reason)
+
+
+def test_the_drains_throttle_is_their_waits_share_of_the_pace_time_by_the_main_reason() -> None:
+    rows = [
+        _waited(-30, 500.0, "nice"),  # out of the window
+        _waited(-9, 120.0, "replica_lag"),
+        _waited(-4, 60.0, "replica_lag"),
+        _waited(0, 48.0, "nice"),
+        _waited(-2, 0.0, None),
+    ]
+    since = AS_OF - timedelta(minutes=10)
+    pace = recent_pace(rows, since)
+    assert pace is not None
+
+    throttle = recent_throttle(rows, since, pace)
+
+    assert throttle is not None
+    assert (throttle.seconds, throttle.reason) == (228.0, "replica_lag")
+    assert throttle.share == pytest.approx(228.0 / pace.seconds)
+    assert recent_throttle([_waited(-2, 0.0, None)], since, pace) is None
+
+
+def _held(throttle: Throttle) -> Health:
+    cycles = CycleSummary(
+        None,
+        None,
+        (),
+        pace=Pace(60_000, 600.0),
+        pace_window=timedelta(minutes=10),
+        throttle=throttle,
+    )
+    return Health(AS_OF, "0007", Unreadable("x", None), cycles, 51_500, Unreadable("x", None))
+
+
+def test_status_and_the_page_say_how_much_the_throttle_held_the_drain_and_why() -> None:
+    assert drain_text(_held(Throttle(240.0, 0.4, "replica_lag"))) == (
+        "100 rows/s over the last 10m 0s, 51,500 left, ETA 8m 35s, throttled 40% by replica lag"
+    )
+    load = drain_text(_held(Throttle(6.0, 0.01, "load")))
+    assert load.endswith("throttled 1% by the database's load")
+    assert drain_text(_held(Throttle(6.0, 0.01, "newer"))).endswith("throttled 1% by newer")
 
 
 def test_a_backlog_that_is_not_coming_down_has_no_eta_however_fast_slots_go() -> None:

@@ -100,9 +100,10 @@ ORDER BY floor(extract(epoch FROM h.ended_at) / %(bucket_seconds)s), h.backlog D
 -- name: history_backlog_samples
 -- What the backlog's trend is read from (cycle/backlog_trend.py): each
 -- cycle that ended since `since`, oldest first, with how it ended, the
--- backlog it left, how many it expired and in how long (a drain's pace,
--- status/report.py). A range of ix_slot_expiration_cycles_ended_at.
-SELECT h.instance, h.ended_at, h.outcome, h.backlog, h.expired_count, h.duration_ms
+-- backlog it left, how many it expired and in how long, and how long its
+-- drain waited on the throttle and why (a drain's pace, status/report.py). A range of ix_slot_expiration_cycles_ended_at.
+SELECT h.instance, h.ended_at, h.outcome, h.backlog, h.expired_count, h.duration_ms,
+       h.throttled_seconds, h.throttled_by
 FROM slot_expiration_cycles AS h
 WHERE h.ended_at >= %(since)s
 ORDER BY h.ended_at, h.run_id;

@@ -120,7 +120,8 @@ class BacklogPoint:
 @dataclass(frozen=True, slots=True)
 class BacklogRow:
     """A cycle as the backlog's trend and the drain's pace read it: whose, when, how it
-    ended, what it left (None: not counted), how many it expired and in how long."""
+    ended, what it left (None: not counted), how many it expired and in how long, and what
+    its drain waited on the throttle."""
 
     instance: str
     ended_at: datetime
@@ -128,6 +129,8 @@ class BacklogRow:
     backlog: int | None
     expired_count: int
     duration_ms: float
+    throttled_seconds: float = 0.0  # what its drain waited on the throttle
+    throttled_by: str | None = None  # the reason it waited longest for
 
     @property
     def started_at(self) -> datetime:

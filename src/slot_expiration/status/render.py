@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from slot_expiration.db import ApplicationName
 from slot_expiration.domain import CycleOutcome, SlotStatus
-from slot_expiration.expiry import BACKLOG_COUNT_CAP
+from slot_expiration.expiry import BACKLOG_COUNT_CAP, ThrottleReason
 from slot_expiration.history.store import CycleRecord
 from slot_expiration.quarantine import FailedSlot
 from slot_expiration.schema.version import (
@@ -149,8 +149,22 @@ def drain_text(health: Health) -> str:
         parts.append("no ETA: the backlog is not coming down (slots fall due as fast)")
     elif eta is not None:
         parts.append(f"ETA {'at least ' if drain.capped else ''}{age_text(eta)}")
-    # What else held the drain back (the time it was throttled, and by what) goes here.
+    if drain.throttle is not None:
+        reason = drain.throttle.reason
+        # A reason a newer release wrote in the history is shown as it is.
+        known = reason in {r.value for r in THROTTLE_WORDS}
+        why = THROTTLE_WORDS[ThrottleReason(reason)] if known else reason
+        parts.append(f"throttled {drain.throttle.share:.0%} by {why}")
     return ", ".join(parts)
+
+
+# How status and the page name a throttle's reason (the metric's label, the history's
+# throttled_by).
+THROTTLE_WORDS: Final = {
+    ThrottleReason.REPLICA_LAG: "replica lag",
+    ThrottleReason.NICE: "the nice ratio",
+    ThrottleReason.LOAD: "the database's load",
+}
 
 
 def _oldest(report: StatusReport) -> str:

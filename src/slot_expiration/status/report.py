@@ -113,6 +113,8 @@ class CycleSummary:
     # no such cycle).
     pace: Pace | None = None
     pace_window: timedelta = PACE_WINDOW
+    # How much of that time the drains waited on their throttle, and mostly why.
+    throttle: Throttle | None = None
 
     def recent_total(self) -> int:
         return sum(count.cycles for count in self.recent)
@@ -164,7 +166,12 @@ class Health:
             return None
         coming_down = cycles.backlog_change is None or cycles.backlog_change < 0
         return Drain(
-            cycles.pace, cycles.pace_window, self.backlog, self.backlog_capped, coming_down
+            cycles.pace,
+            cycles.pace_window,
+            self.backlog,
+            self.backlog_capped,
+            coming_down,
+            cycles.throttle,
         )
 
 
@@ -181,6 +188,7 @@ class Drain:
     left: int
     capped: bool
     coming_down: bool
+    throttle: Throttle | None = None
 
     @property
     def rows_per_second(self) -> float | None:
@@ -357,7 +365,7 @@ async def summarize_cycles(
     latest = await history.latest()
     live: tuple[CycleRecord, ...] = ()
     change = None
-    pace = None
+    pace, throttle = None, None
     paced_over = pace_window(interval_seconds)
     if latest is not None:
         live = await history.latest_per_instance(latest.ended_at - live_span(interval_seconds))
@@ -368,6 +376,7 @@ async def summarize_cycles(
         if fall is not None and (change is None or fall < change):
             change = fall
         pace = recent_pace(samples, as_of - paced_over)
+        throttle = recent_throttle(samples, as_of - paced_over, pace)
     return CycleSummary(
         last_success=await history.latest_success(),
         last_failure=await history.latest_failure(),
@@ -378,6 +387,7 @@ async def summarize_cycles(
         trend_window=window,
         pace=pace,
         pace_window=paced_over,
+        throttle=throttle,
     )
 
 
@@ -393,6 +403,33 @@ def recent_pace(rows: Sequence[BacklogRow], since: datetime) -> Pace | None:
     started = min(row.started_at for row in recent)
     latest = max(row.ended_at for row in recent)
     return Pace(sum(row.expired_count for row in recent), (latest - started).total_seconds())
+
+
+@dataclass(frozen=True, slots=True)
+class Throttle:
+    """What the drains of the pace's window waited on their throttle: `seconds` in all (the
+    instances' waits added up), `share` of the window's time, and the reason most of it was
+    for (`replica_lag`, `nice`, `load`)."""
+
+    seconds: float
+    share: float
+    reason: str
+
+
+def recent_throttle(
+    rows: Sequence[BacklogRow], since: datetime, pace: Pace | None
+) -> Throttle | None:
+    """The throttle of the cycles `recent_pace` reads, None when none waited. Each cycle's
+    wait counts for the reason it waited longest for; the share is of the pace's time
+    (several instances waiting at once may add up past it: capped at 1)."""
+    waits: dict[str, float] = {}
+    for row in rows:
+        if row.ended_at >= since and row.throttled_seconds > 0 and row.throttled_by:
+            waits[row.throttled_by] = waits.get(row.throttled_by, 0.0) + row.throttled_seconds
+    if not waits or pace is None or pace.seconds <= 0:
+        return None
+    seconds = sum(waits.values())
+    return Throttle(seconds, min(seconds / pace.seconds, 1.0), max(waits, key=waits.__getitem__))
 
 
 def deployment_backlog_change(
@@ -527,6 +564,9 @@ def _drain_json(drain: Drain | Unreadable | None) -> dict[str, Any] | None:
         "expired": drain.pace.rows,
         "seconds": round(drain.pace.seconds, 3),
         "window_seconds": drain.window.total_seconds(),
+        "throttled_seconds": round(drain.throttle.seconds, 3) if drain.throttle else 0.0,
+        "throttled_share": round(drain.throttle.share, 3) if drain.throttle else 0.0,
+        "throttled_by": drain.throttle.reason if drain.throttle else None,
     }
 
 
