@@ -12,6 +12,7 @@ from slot_expiration.expiry.events import (
     CycleEvent,
     CycleStarted,
     EmitCycleEvent,
+    PauseChecked,
     describe,
 )
 from slot_expiration.expiry.failure import ClockSkewError, CycleFailed, outcome_of, sqlstate_of
@@ -46,6 +47,7 @@ __all__ = [
     "CycleStarted",
     "EmitCycleEvent",
     "ExpiryCycle",
+    "PauseChecked",
     "StopReason",
     "StoreFactory",
     "describe",

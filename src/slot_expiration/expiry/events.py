@@ -1,5 +1,6 @@
-"""What a cycle tells as it goes: small frozen events, emitted in this order (a batch's
-start and commit once per batch; the backlog after the batches, also when one failed).
+"""What a cycle tells as it goes: small frozen events, emitted in this order (the pause in
+force, if any, once its checks passed; a batch's start and commit once per batch; the
+backlog after the batches, also when one failed, and instead of them while paused).
 
 Whoever records them (logs, metrics, traces, readiness, the history) is a plain callable
 taking the events it cares about; the cycle knows none of them.
@@ -13,6 +14,7 @@ from datetime import datetime
 from uuid import UUID
 
 from slot_expiration.expiry.result import BACKLOG_COUNT_CAP, BatchResult, CycleResult
+from slot_expiration.pause import Pause
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +29,16 @@ class ClockCompared:
 
     run_id: UUID
     skew_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class PauseChecked:
+    """The pause in force when the cycle started (None: none), read in its first
+    transaction, `at` the database's clock then: a paused cycle runs no batch."""
+
+    run_id: UUID
+    pause: Pause | None
+    at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +87,13 @@ class CycleEnded:
 
 
 CycleEvent = (
-    CycleStarted | ClockCompared | BatchStarted | BatchCommitted | BacklogMeasured | CycleEnded
+    CycleStarted
+    | ClockCompared
+    | PauseChecked
+    | BatchStarted
+    | BatchCommitted
+    | BacklogMeasured
+    | CycleEnded
 )
 EmitCycleEvent = Callable[[CycleEvent], None]
 

@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from slot_expiration.domain import CycleOutcome, SlotRef
+from slot_expiration.pause import Pause
 
 # How many failed slot ids a cycle's summary shows; every one is logged anyway.
 FAILED_SAMPLE_SIZE = 10
@@ -101,6 +102,8 @@ class CycleResult:
     run_id: UUID
     as_of: datetime
     started_at: datetime  # the worker's clock when the cycle started
+    # The pause in force that the cycle found, and obeyed (outcome `paused`); else None.
+    pause: Pause | None = None
 
     @property
     def selected_count(self) -> int:
@@ -125,6 +128,8 @@ def _json(value: object) -> object:
         return str(value)
     if isinstance(value, datetime):
         return value.isoformat()
+    if isinstance(value, Pause):
+        return value.as_json()
     return value
 
 
@@ -145,6 +150,7 @@ class CycleProgress:
     failed_sample: list[SlotRef] = field(default_factory=list)
     backlog: int | None = None
     clock_skew_seconds: float | None = None
+    pause: Pause | None = None
 
     def batch_started(self) -> int:
         """The number of the batch that starts (1 for the cycle's first)."""

@@ -69,7 +69,8 @@ relations AS (
     FROM pg_class AS c
     WHERE c.oid IN (
         to_regclass('availability_slots'), to_regclass('slot_expiration_failures'),
-        to_regclass('slot_expiration_alembic_version'), to_regclass('slot_expiration_cycles')
+        to_regclass('slot_expiration_alembic_version'), to_regclass('slot_expiration_cycles'),
+        to_regclass('slot_expiration_pauses')
     )
 ),
 asked AS (
