@@ -46,6 +46,7 @@ async def test_pause_stops_every_cycle_until_resume_and_status_says_who_until_wh
     paused = await run_command("pause", "--for", "30m", "--reason", REASON, *url)
     check = await run_command("status", "--check", *url)
     report = await run_command("status", *url)
+    reported = await run_command("status", "--json", *url)
     obeyed = await run_command(*once)
     said = await run_command("once", "--as-of", AS_OF.isoformat(), *url)
     statuses_while_paused = await db.statuses()
@@ -60,6 +61,9 @@ async def test_pause_stops_every_cycle_until_resume_and_status_says_who_until_wh
     assert check.stdout.startswith(f"WARNING: paused by {user} until ")
     assert f"left: {REASON}" in check.stdout
     assert f"\npause          paused by {user} until " in report.stdout
+    pause = json.loads(reported.stdout)["pause"]
+    assert (pause["paused_by"], pause["reason"], pause["limit_seconds"]) == (user, REASON, 1800)
+    assert pause["outlived"] is False
     assert obeyed.returncode == 0, obeyed.describe()
     result = json.loads(obeyed.stdout)
     assert (result["outcome"], result["expired_count"]) == ("paused", 0)

@@ -72,8 +72,8 @@ def pause(
     """Stop every replica from expiring, at its next tick, until `resume`.
 
     Each replica's cycle reads the pause before its first batch and expires nothing while
-    it holds (recorded as `paused`); a batch in flight finishes. Run it as the role
-    `migrate` runs as. Refuses (exit 1) while a pause is in force, unless --replace.
+    it holds (recorded as `paused`); a cycle already under way finishes. Run it as the
+    role `migrate` runs as. Refuses (exit 1) while a pause is in force, unless --replace.
     """
     settings = settings_from(DatabaseOptions, database_url=database_url, schema=schema)
     url = required_url(settings)
