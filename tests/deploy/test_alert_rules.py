@@ -30,6 +30,7 @@ ALERT_NAMES = (
     "SlotExpirationBacklogHigh",
     "SlotExpirationItemErrors",
     "SlotExpirationMisconfigured",
+    "SlotExpirationPausedTooLong",
 )
 # What the no-success alert reads: each deployment's last success and interval, remembered;
 # what the not-reporting alert reads: each deployment's targets, remembered.
@@ -162,10 +163,15 @@ def test_promtool_rule_tests_show_each_alert_firing_and_not_firing() -> None:
 
 
 NO_SUCCESS, NOT_REPORTING = "SlotExpirationNoSuccessfulCycle", "SlotExpirationNotReporting"
-BACKLOG, ITEMS, MISCONFIGURED = (
+BACKLOG, ITEMS, MISCONFIGURED, PAUSED = (
     "SlotExpirationBacklogHigh",
     "SlotExpirationItemErrors",
     "SlotExpirationMisconfigured",
+    "SlotExpirationPausedTooLong",
+)
+WHILE_PAUSED = (
+    "\n          unless on (namespace, job)\n"
+    "          max by (namespace, job) (calendar_slot_expiration_paused) > 0"
 )
 LAST_SUCCESS = "namespace_job:calendar_slot_expiration_last_success_timestamp_seconds:max"
 TARGETS = "namespace_job:calendar_slot_expiration_targets:count"
@@ -209,8 +215,22 @@ MUTATIONS = {
     ),
     "no-success says a duration since 1970 for a deployment that never succeeded": (
         NO_SUCCESS,
-        f"\n          or\n          {LAST_SUCCESS} == 0",
+        f"\n            or\n            {LAST_SUCCESS} == 0",
         "",
+    ),
+    "no-success fires while the deployment is paused": (
+        NO_SUCCESS,
+        f"{LAST_SUCCESS} == 0\n          ){WHILE_PAUSED}",
+        f"{LAST_SUCCESS} == 0\n          )",
+    ),
+    "no-success stays silent once the pause ended": (
+        NO_SUCCESS,
+        f"{LAST_SUCCESS} == 0\n          ){WHILE_PAUSED}",
+        f"{LAST_SUCCESS} == 0\n          )"
+        + WHILE_PAUSED.replace(
+            "(calendar_slot_expiration_paused)",
+            "(max_over_time(calendar_slot_expiration_paused[2h]))",
+        ),
     ),
     "no-success counts from 1970 for a deployment that never succeeded": (
         NO_SUCCESS,
@@ -303,6 +323,11 @@ MUTATIONS = {
         "            )",
         "",
     ),
+    "backlog fires while the deployment is paused": (
+        BACKLOG,
+        f'alertstate="firing"}}{WHILE_PAUSED}',
+        'alertstate="firing"}',
+    ),
     "backlog reads gone replicas beside live ones": (
         BACKLOG,
         "\n            unless on (namespace, job)\n"
@@ -333,6 +358,27 @@ MUTATIONS = {
         MISCONFIGURED,
         "max by (namespace, job) (calendar_slot_expiration_misconfigured)",
         "max(calendar_slot_expiration_misconfigured)",
+    ),
+    # SlotExpirationPausedTooLong
+    "paused-too-long on the age alone": (
+        PAUSED,
+        "_pause_age_seconds - calendar_slot_expiration_pause_limit_seconds",
+        "_pause_age_seconds - 0 * calendar_slot_expiration_pause_limit_seconds",
+    ),
+    "paused-too-long at its limit": (
+        PAUSED,
+        "_pause_limit_seconds\n          ) > 0",
+        "_pause_limit_seconds\n          ) >= 0",
+    ),
+    "paused-too-long an hour late": (
+        PAUSED,
+        "_pause_limit_seconds\n          ) > 0",
+        "_pause_limit_seconds\n          ) > 3600",
+    ),
+    "paused-too-long across deployments": (
+        PAUSED,
+        "max by (namespace, job) (\n            calendar_slot_expiration_pause_age_seconds",
+        "max(\n            calendar_slot_expiration_pause_age_seconds",
     ),
 }
 

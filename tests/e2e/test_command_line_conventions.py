@@ -18,7 +18,7 @@ USAGE = 2
 @pytest.mark.parametrize(
     ("args", "commands"),
     [
-        ((), "demo, grant, migrate, once, quarantine, run, slots, status, ui"),
+        ((), "demo, grant, migrate, once, pause, quarantine, resume, run, slots, status, ui"),
         (("slots",), "archive, book, list, publish, showcase"),
         (("quarantine",), "list, park, retry"),
     ],

@@ -71,7 +71,7 @@ async def test_grant_dry_run_prints_the_statements_and_changes_nothing(
     )
 
     assert done.returncode == 0, done.describe()
-    assert done.stdout.count("GRANT ") == 6
+    assert done.stdout.count("GRANT ") == 7
     assert ";;" not in done.stdout
     assert (
         f"role '{role.name}' would then: SELECT, UPDATE (status, updated_at, version) on "

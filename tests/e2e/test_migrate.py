@@ -229,6 +229,7 @@ async def test_the_printed_adoption_script_adopts_the_calendars_table(
         "slot_expiration_failures",
         "slot_expiration_alembic_version",
         "slot_expiration_cycles",
+        "slot_expiration_pauses",
     }
     again = await run_command("migrate", "--database-url", empty_database_url)
     assert again.stdout == f"schema already at {head_revision()}: nothing to do\n"

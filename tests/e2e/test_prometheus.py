@@ -115,6 +115,7 @@ async def _scraped_and_evaluated(server: Prometheus, target: str) -> None:
         "SlotExpirationBacklogHigh",
         "SlotExpirationItemErrors",
         "SlotExpirationMisconfigured",
+        "SlotExpirationPausedTooLong",
     }
     assert {rule["health"] for rule in rules.values()} == {"ok"}, rules
 

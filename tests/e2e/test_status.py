@@ -99,6 +99,7 @@ async def test_status_text_shows_each_section_on_its_own_line(
     lines = done.stdout.splitlines()
     labels = [line[:15].strip() for line in lines[1:] if not line.startswith(" ")]
     assert labels == [
+        "pause",
         "last success",
         "last failure",
         "last hour",
@@ -112,8 +113,9 @@ async def test_status_text_shows_each_section_on_its_own_line(
         "index",
     ]
     text = done.stdout
-    assert text.splitlines()[1].startswith("last success   ")
-    assert text.splitlines()[1].endswith(": expired 1, backlog 2")
+    assert text.splitlines()[1] == "pause          none: every replica expires at each tick"
+    assert text.splitlines()[2].startswith("last success   ")
+    assert text.splitlines()[2].endswith(": expired 1, backlog 2")
     assert "last failure   none in the history" in text
     assert "last hour      1 cycle: success 1" in text
     assert "worker         0 sessions connected now (normal between cycles)" in text

@@ -136,6 +136,23 @@ async def _misconfigured(db: SlotDatabase, now: datetime) -> None:
     await _record(db, _cycles(now, 6, lambda step: 2, outcome))
 
 
+async def _paused(db: SlotDatabase, now: datetime) -> None:
+    """Paused 36 minutes ago for two hours and a half (a database upgrade): both replicas'
+    cycles since were recorded `paused`, the last success before it 40 minutes ago."""
+    await db.insert([make_slot(timedelta(minutes=-m), as_of=now) for m in (1, 2, 3)])
+
+    def outcome(step: int, instance: str) -> CycleOutcome:
+        return CycleOutcome.PAUSED if step <= 7 else CycleOutcome.SUCCESS
+
+    await _record(db, _cycles(now, 6, lambda step: 3, outcome))
+    await db.execute(
+        "INSERT INTO slot_expiration_pauses (paused_at, paused_by, paused_until, reason) "
+        "VALUES (%s, 'ops', %s, 'calendar database upgrade, ticket OPS-1234')",
+        now - timedelta(minutes=36),
+        now + timedelta(hours=2, minutes=54),
+    )
+
+
 async def _fresh(db: SlotDatabase, now: datetime) -> None:
     """Migrated, and nothing has run yet."""
     del db, now
@@ -144,6 +161,7 @@ async def _fresh(db: SlotDatabase, now: datetime) -> None:
 Seed = Callable[[SlotDatabase, datetime], Awaitable[None]]
 RUNBOOK = "https://runbooks.example.com/slot-expiration#"
 HUNG, MISCONFIGURED = "worker-hung-or-backlog-growing", "the-worker-is-misconfigured"
+PAUSED = "the-worker-is-paused"
 STATES: dict[str, tuple[Seed, str, str, list[str]]] = {
     # state: (seed, the page's verdict class, the start of the verdict's line, the runbook's
     # sections its findings lead to)
@@ -156,6 +174,7 @@ STATES: dict[str, tuple[Seed, str, str, list[str]]] = {
         "CRITICAL: worker-b:4712 is misconfigured: role slot_worker cannot run a cycle",
         [MISCONFIGURED],
     ),
+    "paused": (_paused, "warning", "WARNING: paused by ops until ", [PAUSED]),
     "fresh": (
         _fresh,
         "critical",
@@ -235,6 +254,22 @@ async def test_a_failing_deployments_page_folds_its_identical_failures_into_one_
     assert looked.text.count(REFUSED) == 1
     assert "Last success\n3h " in looked.text
     assert looked.error_in_view  # at 1280 px, the folded row's replicas one per line
+
+
+async def test_a_paused_deployments_page_shows_the_pause_and_folds_its_paused_cycles(
+    db: SlotDatabase, secret_url: str, tmp_path: Path
+) -> None:
+    await _paused(db, datetime.now(UTC))
+
+    async with serving(secret_url) as page:
+        looked = await asyncio.to_thread(_look, page, tmp_path / "profile")
+
+    assert re.search(
+        r"\nPause\npaused by ops until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, for \d+m \d+s so far: "
+        r"calendar database upgrade, ticket OPS-1234\n",
+        looked.text,
+    ), looked.text
+    assert re.search(r"paused 14\u00d7 since \d\d:\d\d UTC", looked.text), looked.text
 
 
 async def test_with_the_database_down_the_pages_verdict_is_the_checks_unknown(

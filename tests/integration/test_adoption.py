@@ -38,6 +38,7 @@ WORKER_TABLES = {
     "slot_expiration_failures",
     "slot_expiration_alembic_version",
     "slot_expiration_cycles",
+    "slot_expiration_pauses",
 }
 SLOT_CONTEXT_INDEXES = {
     "ix_availability_slots_showcase",

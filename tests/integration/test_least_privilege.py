@@ -131,6 +131,8 @@ WORKER_TABLE_GRANTS = {
     ("slot_expiration_cycles", "SELECT"),
     ("slot_expiration_cycles", "INSERT"),
     ("slot_expiration_cycles", "DELETE"),
+    # The pause: read at each tick, never set (the operator's role pauses and resumes).
+    ("slot_expiration_pauses", "SELECT"),
 }
 
 
@@ -243,6 +245,7 @@ async def test_read_only_grants_reading_and_nothing_else(
         ("slot_expiration_failures", "SELECT"),
         ("slot_expiration_alembic_version", "SELECT"),
         ("slot_expiration_cycles", "SELECT"),
+        ("slot_expiration_pauses", "SELECT"),
     }
     assert report.exact
 

@@ -54,7 +54,8 @@ def test_the_declared_shape_of_the_workers_tables_is_what_the_migrations_create(
         columns = conn.execute(
             "SELECT count(*) FROM pg_attribute WHERE attnum > 0 AND NOT attisdropped AND "
             "attrelid IN ('slot_expiration_failures'::regclass, "
-            "'slot_expiration_cycles'::regclass, 'slot_expiration_alembic_version'::regclass)"
+            "'slot_expiration_cycles'::regclass, 'slot_expiration_alembic_version'::regclass, "
+            "'slot_expiration_pauses'::regclass)"
         ).fetchone()
 
     assert differences == []
@@ -77,6 +78,24 @@ MISSING = [
         "DROP INDEX ix_slot_expiration_cycles_failure_ended_at",
         "index ix_slot_expiration_cycles_failure_ended_at",
         id="the history's index of failures",
+    ),
+    pytest.param(
+        "DROP TABLE slot_expiration_pauses", "table slot_expiration_pauses", id="the pauses"
+    ),
+    pytest.param(
+        "DROP INDEX ux_slot_expiration_pauses_current",
+        "index ux_slot_expiration_pauses_current",
+        id="the one pause in force",
+    ),
+    pytest.param(
+        "DROP INDEX ix_slot_expiration_cycles_fault_ended_at",
+        "index ix_slot_expiration_cycles_fault_ended_at",
+        id="the history's index of faults",
+    ),
+    pytest.param(
+        "ALTER TABLE slot_expiration_cycles DROP CONSTRAINT ck_slot_expiration_cycles_error_0009",
+        "check constraint ck_slot_expiration_cycles_error_0009",
+        id="the history's check admitting paused cycles",
     ),
     pytest.param(
         "DROP INDEX ix_availability_slots_status_start",

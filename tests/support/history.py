@@ -30,8 +30,10 @@ def cycle_record(
     error: str | None = None,
     sqlstate: str | None = None,
 ) -> CycleRecord:
-    """A cycle of `instance` that ended at `ended_at` after 40 ms."""
-    failed = outcome is not CycleOutcome.SUCCESS
+    """A cycle of `instance` that ended at `ended_at` after 40 ms (a paused one ran no batch
+    and has no error)."""
+    failed = outcome.is_failure
+    succeeded = outcome is CycleOutcome.SUCCESS
     return CycleRecord(
         run_id=uuid4(),
         instance=instance,
@@ -39,11 +41,11 @@ def cycle_record(
         started_at=ended_at - timedelta(milliseconds=40),
         ended_at=ended_at,
         outcome=outcome,
-        stop_reason=None if failed else "drained",
+        stop_reason="drained" if succeeded else None,
         expired_count=expired,
         skipped_locked_count=0,
         failed_count=0,
-        batches=0 if failed else 1,
+        batches=1 if succeeded else 0,
         duration_ms=40.0,
         backlog=backlog,
         error_type=_ERROR_TYPES.get(outcome) if failed else None,

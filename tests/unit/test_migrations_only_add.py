@@ -49,6 +49,17 @@ ALLOWED: Final = {
     ("0003", "op.drop_index(name, table_name=TABLE, postgresql_concurrently=True)"),
     # An INVALID index of the history's own (a build cut short), built again under its name.
     ("0007", "op.execute(f'DROP INDEX CONCURRENTLY IF EXISTS {index}')"),
+    # 0006's two checks of the history go as the relaxed ones that replace them come, in
+    # one statement (no release names a check; every row the old ones admit, the new do).
+    (
+        "0009",
+        "op.execute(f'ALTER TABLE {HISTORY} ADD CONSTRAINT {name} CHECK ({holds}) NOT VALID, "
+        "DROP CONSTRAINT IF EXISTS {replaces}')",
+    ),
+    # ... and where a repair's replay of 0006 put an old one back beside its replacement.
+    ("0009", "op.execute(f'ALTER TABLE {HISTORY} DROP CONSTRAINT {replaces}')"),
+    # An INVALID index of the history's own (a build cut short), built again under its name.
+    ("0009", "op.execute(f'DROP INDEX CONCURRENTLY IF EXISTS {FAULT_INDEX}')"),
 }
 
 

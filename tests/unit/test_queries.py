@@ -29,6 +29,7 @@ SQL_FILES = (
     ("slot_expiration.schema", "migrate.sql"),
     ("slot_expiration.schema", "grants.sql"),
     ("slot_expiration.quarantine", "quarantine.sql"),
+    ("slot_expiration.pause", "pause.sql"),
     ("slot_expiration.expiry", "expiry.sql"),
     ("slot_expiration.schema", "contract.sql"),
     ("slot_expiration.db", "session.sql"),

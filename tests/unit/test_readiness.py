@@ -48,6 +48,7 @@ async def test_a_database_at_the_newest_revision_is_ready() -> None:
         "latest_revision": LATEST,
         "needs_a_person": False,
         "unrecorded_cycle": None,
+        "pause": None,
     }
 
 

@@ -15,10 +15,12 @@ import pytest
 from slot_expiration.db import TransientStoreError
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.history.store import BacklogPoint, CycleRecord
+from slot_expiration.pause import Pause
 from slot_expiration.quarantine.store import FailedSlot, QuarantineListing
 from slot_expiration.status.check import Level, judge
 from slot_expiration.status.replicas import ReplicaAnswer, Unrecorded
 from slot_expiration.status.report import CycleSummary, Health, Unreadable
+from slot_expiration.status.store import SchemaState
 from slot_expiration.telemetry.http_server import Request
 from slot_expiration.ui.chart import backlog_chart, nice_ceiling
 from slot_expiration.ui.page import PageOptions, render_page
@@ -28,6 +30,7 @@ from tests.support.history import cycle_record
 from tests.support.results import AS_OF, slot_refs
 
 HOSTILE = "<script>alert('x')</script>"
+PAUSED = CycleOutcome.PAUSED
 
 
 @pytest.mark.parametrize(
@@ -309,3 +312,38 @@ async def test_the_page_takes_refresh_and_refuses_any_other_query_in_one_line(
         assert b'<meta http-equiv="refresh" content="30">' in reply.body
     else:
         assert (reply.status, reply.body) == (400, f"{refused}\n".encode())
+
+
+def test_a_pause_is_shown_escaped_judged_with_its_runbook_section_and_its_cycles_folded() -> None:
+    paused_at = AS_OF - timedelta(hours=1)
+    pause = Pause(paused_at, "ops", paused_at + timedelta(hours=2), HOSTILE)
+    last_success = cycle_record(paused_at - timedelta(minutes=1), instance="a:1", backlog=3)
+    paused = tuple(
+        replace(cycle_record(AS_OF - timedelta(minutes=5 * n), instance="a:1"), outcome=PAUSED)
+        for n in range(12)
+    )
+    snapshot = _snapshot(recent=(*paused, last_success))
+    cycles = CycleSummary(last_success, None, (), paused[0], (paused[0],), None)
+    snapshot = replace(
+        snapshot,
+        health=replace(
+            snapshot.health,
+            cycles=cycles,
+            schema=SchemaState("0007", (), ()),
+            quarantine=QuarantineListing(0, 0, (), None),
+            pause=pause,
+        ),
+    )
+
+    html = _render(snapshot)
+
+    assert HOSTILE not in html
+    escaped = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"
+    assert (
+        f'<dd id="pause">paused by ops until 2026-12-02 13:00:00 UTC, for 1h 0m so far: '
+        f"{escaped}</dd>"
+    ) in html
+    assert "<title>WARNING · slot-expiration</title>" in html
+    assert f'href="{OPTIONS.runbook_url}#the-worker-is-paused"' in html
+    assert html.count('<td class="outcome paused">') == 1
+    assert "paused 12\u00d7 since 11:05 UTC" in html

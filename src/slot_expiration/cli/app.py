@@ -15,6 +15,7 @@ from slot_expiration.cli.admin_commands import grant
 from slot_expiration.cli.common import with_typed_secrets_redacted
 from slot_expiration.cli.demo_command import demo
 from slot_expiration.cli.errors import PROGRAM, ExitCode, fail
+from slot_expiration.cli.pause_commands import pause, resume
 from slot_expiration.cli.quarantine_commands import quarantine
 from slot_expiration.cli.slots_commands import slots
 from slot_expiration.cli.status_command import status, unknown_usage
@@ -35,7 +36,7 @@ def cli(ctx: click.Context) -> None:
         print_unknown_variables()
 
 
-for command in (migrate, grant, once, run, quarantine, slots, demo, status, ui):
+for command in (migrate, grant, once, run, pause, resume, quarantine, slots, demo, status, ui):
     cli.add_command(command)
 
 

@@ -12,8 +12,9 @@ from typing import Any, TypeVar
 from pydantic_settings import BaseSettings
 
 from slot_expiration.cli.errors import ExitCode, fail, reject
-from slot_expiration.db import ErrorFamily, SchemaMissingError, StoreError
+from slot_expiration.db import ErrorFamily, SchemaMissingError, StoreError, TransactionLimits
 from slot_expiration.db.errors import Remedy
+from slot_expiration.db.session import milliseconds
 from slot_expiration.domain import SlotRuleError
 from slot_expiration.options import (
     ENV_PREFIX,
@@ -22,6 +23,7 @@ from slot_expiration.options import (
     load_settings,
 )
 from slot_expiration.options.database_url import redact_typed, redact_url
+from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
 from slot_expiration.schema.grants import GrantRefusedError
 from slot_expiration.schema.location import slot_table_elsewhere
 from slot_expiration.telemetry.endpoints import EndpointError
@@ -29,6 +31,11 @@ from slot_expiration.telemetry.traces import TracingConfigError
 
 T = TypeVar("T")
 D = TypeVar("D", bound=BaseSettings)
+# An operator's command (a quarantine retry or park, a pause, a resume) is a few short
+# statements: it must not wait long behind a cycle's lock.
+COMMAND_LIMITS = TransactionLimits(
+    statement_timeout_ms=10_000, lock_timeout_ms=milliseconds(DEFAULT_LOCK_TIMEOUT_SECONDS)
+)
 
 
 def settings_from(model: type[D], *, environment: bool = True, **given: Any) -> D:

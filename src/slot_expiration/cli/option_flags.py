@@ -44,7 +44,18 @@ def _own_fields(model: type[DatabaseOptions], base: type[DatabaseOptions]) -> li
 COMMANDS: Final[Mapping[str, tuple[str, ...]]] = {
     **dict.fromkeys(
         DatabaseOptions.model_fields,
-        ("migrate", "grant", "once", "run", "status", "quarantine", "slots", "ui"),
+        (
+            "migrate",
+            "grant",
+            "once",
+            "run",
+            "pause",
+            "resume",
+            "status",
+            "quarantine",
+            "slots",
+            "ui",
+        ),
     ),
     **dict.fromkeys(_own_fields(CycleOptions, DatabaseOptions), ("once", "run")),
     "lock_timeout_seconds": ("migrate", "once", "run"),

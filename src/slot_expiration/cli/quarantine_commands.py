@@ -12,14 +12,12 @@ from uuid import UUID
 
 import click
 
-from slot_expiration.cli.common import guarded, required_url, settings_from
+from slot_expiration.cli.common import COMMAND_LIMITS, guarded, required_url, settings_from
 from slot_expiration.cli.errors import ExitCode, fail
 from slot_expiration.cli.option_flags import options
-from slot_expiration.db import ApplicationName, TransactionLimits
-from slot_expiration.db.session import milliseconds
+from slot_expiration.db import ApplicationName
 from slot_expiration.domain import utc_now
 from slot_expiration.options import DatabaseOptions
-from slot_expiration.options.settings import DEFAULT_LOCK_TIMEOUT_SECONDS
 from slot_expiration.quarantine import (
     EndedEntry,
     ListingFilter,
@@ -29,11 +27,6 @@ from slot_expiration.quarantine import (
 from slot_expiration.status.store import StatusStore
 from slot_expiration.status.wording import count_of, one_line
 
-# An operator's retry or park is one short statement: it must not wait long behind a
-# cycle's lock.
-COMMAND_LIMITS = TransactionLimits(
-    statement_timeout_ms=10_000, lock_timeout_ms=milliseconds(DEFAULT_LOCK_TIMEOUT_SECONDS)
-)
 _SQLSTATE = re.compile(r"[0-9A-Z]{5}")
 T = TypeVar("T")
 

@@ -167,7 +167,8 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
     """Run exactly one cycle and report what it did.
 
     Interrupted (SIGINT, SIGTERM) or past its budget, it reports what its committed
-    batches did; the batch in flight was rolled back.
+    batches did; the batch in flight was rolled back. While the deployment is paused
+    (`slot-expiration pause`) it expires nothing, says so and exits 0 (outcome `paused`).
     """
     settings = settings_from(CycleOptions, **given)
     required_url(settings)
@@ -283,6 +284,11 @@ def _left_text(result: CycleResult, drain: DrainProgress | None) -> str:
 
 
 def _one_line(result: CycleResult) -> str:
+    if result.pause is not None:
+        return (
+            f"{result.pause.text()}; this cycle expired nothing (`slot-expiration resume` "
+            "ends the pause)"
+        )
     batches = f" in {result.batches} batches" if result.batches != 1 else ""
     return (
         f"expired {result.expired_count}{batches}, skipped (locked) "

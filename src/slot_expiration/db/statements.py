@@ -21,11 +21,12 @@ from typing import LiteralString
 _HEADER = re.compile(r"^-- (?P<kind>name|fragment):(?P<name>.*)$", re.MULTILINE)
 _INCLUDE = re.compile(r"^[ \t]*-- include:[ \t]*(?P<name>\S+)[ \t]*$", re.MULTILINE)
 _VALID_NAME = re.compile(r"[a-z][a-z0-9_]*")
-# Where the product's .sql files are: the store's, and the quarantine's beside its store.
+# Where the product's .sql files are: each concern's beside its store.
 SQL_PACKAGES = (
     "slot_expiration.db",
     "slot_expiration.expiry",
     "slot_expiration.quarantine",
+    "slot_expiration.pause",
     "slot_expiration.history",
     "slot_expiration.status",
     "slot_expiration.slots",

@@ -9,7 +9,7 @@ from enum import StrEnum
 
 class CycleOutcome(StrEnum):
     """The value is the metric's `outcome` label, the log's `reason`, the history's `outcome`
-    (a CHECK constraint of migration 0006 lists them: a new one needs a migration)."""
+    (a CHECK constraint lists them, migration 0009's now: a new one needs a migration)."""
 
     SUCCESS = "success"
     FAILED = "failed"  # an infrastructure error: time may cure it, the next tick retries
@@ -17,6 +17,9 @@ class CycleOutcome(StrEnum):
     MISCONFIGURED = "misconfigured"  # a login, a grant, a table or column: a person must act
     CLOCK_SKEW = "clock_skew"  # the worker's clock ahead of the database's: a person must act
     INTERRUPTED = "interrupted"  # stopped (a signal): the batch in flight rolled back
+    # An operator paused every replica (`slot-expiration pause`): the cycle found the pause
+    # in force before its first batch and expired nothing. Not a failure: the replicas obey.
+    PAUSED = "paused"
 
     @property
     def needs_a_person(self) -> bool:
@@ -24,6 +27,11 @@ class CycleOutcome(StrEnum):
         return self in (CycleOutcome.MISCONFIGURED, CycleOutcome.CLOCK_SKEW)
 
     @property
+    def is_failure(self) -> bool:
+        """The cycle did not do its work: neither a success nor a pause obeyed."""
+        return self not in (CycleOutcome.SUCCESS, CycleOutcome.PAUSED)
+
+    @property
     def log_level(self) -> int:
         """The level of the line that says how the cycle ended."""
-        return logging.INFO if self is CycleOutcome.SUCCESS else logging.ERROR
+        return logging.ERROR if self.is_failure else logging.INFO

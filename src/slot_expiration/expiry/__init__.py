@@ -17,6 +17,7 @@ from slot_expiration.expiry.events import (
     EmitCycleEvent,
     ReplicaLagRead,
     StandbysNotJudged,
+    PauseChecked,
     describe,
 )
 from slot_expiration.expiry.failure import ClockSkewError, CycleFailed, outcome_of, sqlstate_of
@@ -59,6 +60,7 @@ __all__ = [
     "ReplicaLagRead",
     "StandbysNotJudged",
     "StandbysUnseen",
+    "PauseChecked",
     "StopReason",
     "StoreFactory",
     "ThrottleReason",

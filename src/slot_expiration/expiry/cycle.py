@@ -28,6 +28,7 @@ from slot_expiration.expiry.events import (
     DrainThrottled,
     ReplicaLagRead,
     StandbysNotJudged,
+    PauseChecked,
 )
 from slot_expiration.expiry.failure import ClockSkewError
 from slot_expiration.expiry.limits import CycleLimits
@@ -76,7 +77,8 @@ class ExpiryCycle:
 
     It first compares the worker's clock with the database's and checks that
     the role has what a cycle needs; a fast clock or a missing grant refuses
-    the cycle before anything is locked. Each batch is its own transaction.
+    the cycle before anything is locked. Then it reads the pause in force: a
+    paused cycle runs no batch (outcome `paused`). Each batch is its own transaction.
     The healthy path is one set-based statement; when the database rejects a
     row, that attempt is rolled back whole and the batch is expired again row
     by row (RowByRow), so only the rejected rows are left out, and they are
@@ -109,7 +111,8 @@ class ExpiryCycle:
         started = self._monotonic()
         async with self._open_store() as store:
             try:
-                await self._preflight(store, run)
+                if await self._preflight(store, run):
+                    return await self._paused(store, run, started)
                 reason = await self._batches(store, run)
             except (StoreError, ClockSkewError):
                 await self._measure_backlog_after_failure(store, run)
@@ -119,8 +122,10 @@ class ExpiryCycle:
                 await self._tail(store, run)
         return run.progress.result(CycleOutcome.SUCCESS, self._ms_since(started), reason)
 
-    async def _preflight(self, store: CycleStore, run: CycleRun) -> None:
-        """Check the table meant, compare the clocks and check what the role lacks."""
+    async def _preflight(self, store: CycleStore, run: CycleRun) -> bool:
+        """Check the table meant, compare the clocks and check what the role lacks, then read
+        the pause in force: whether the cycle is paused. (A paused replica still says what
+        a person must fix before it could resume.)"""
         async with store.transaction():
             await store.verify_slot_table()
             before = self._clock()
@@ -133,6 +138,19 @@ class ExpiryCycle:
                 raise ClockSkewError(skew.total_seconds(), self._limits.max_clock_skew_seconds)
             if preflight.lacks.problems:
                 raise preflight.lacks.error()
+            pause = await store.pause.current()
+        run.progress.pause = pause
+        run.emit(PauseChecked(run.run_id, pause, preflight.server_clock))
+        return pause is not None
+
+    async def _paused(self, store: CycleStore, run: CycleRun, started: float) -> CycleResult:
+        """The pause in force holds: no batch, no tail, nothing written. The backlog is
+        still counted (it grows while paused: the gauges and the page say by how much);
+        a count that fails leaves the cycle paused all the same."""
+        if not run.stop_requested():
+            with suppress(StoreError):
+                await self._backlog(store, run)
+        return run.progress.result(CycleOutcome.PAUSED, self._ms_since(started))
 
     async def _tail(self, store: CycleStore, run: CycleRun) -> None:
         """After the batches: the quarantine's entries whose slot left Available end (this

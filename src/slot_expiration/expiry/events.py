@@ -1,6 +1,7 @@
-"""What a cycle tells as it goes: small frozen events, emitted in this order (a drain's
-count before its first batch; a batch's start and commit once per batch; the backlog
-after the batches, also when one failed).
+"""What a cycle tells as it goes: small frozen events, emitted in this order (the pause in
+force, if any, once its checks passed; a drain's count before its first batch; a batch's
+start and commit once per batch; the backlog after the batches, also when one failed, and
+instead of them while paused).
 
 Whoever records them (logs, metrics, traces, readiness, the history) is a plain callable
 taking the events it cares about; the cycle knows none of them.
@@ -16,6 +17,7 @@ from uuid import UUID
 from slot_expiration.expiry.drain import DRAIN_COUNT_CAP, DrainProgress
 from slot_expiration.expiry.result import BACKLOG_COUNT_CAP, BatchResult, CycleResult
 from slot_expiration.expiry.throttle import StandbysUnseen, ThrottleReason
+from slot_expiration.pause import Pause
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,16 @@ class DrainStarted:
     @property
     def capped(self) -> bool:
         return self.backlog >= DRAIN_COUNT_CAP
+
+
+@dataclass(frozen=True, slots=True)
+class PauseChecked:
+    """The pause in force when the cycle started (None: none), read in its first
+    transaction, `at` the database's clock then: a paused cycle runs no batch."""
+
+    run_id: UUID
+    pause: Pause | None
+    at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +135,7 @@ class CycleEnded:
 CycleEvent = (
     CycleStarted
     | ClockCompared
+    | PauseChecked
     | DrainStarted
     | BatchStarted
     | BatchCommitted

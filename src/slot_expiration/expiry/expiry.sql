@@ -174,7 +174,7 @@ SELECT clock_timestamp() AS server_clock;
 -- name: standbys
 -- Where each streaming standby's replay is against the primary's WAL, in bytes,
 -- and its own replay_lag (stale while its replay is paused: throttle.py keeps
--- its own lag tracker), through the function migration 0009 made, which reads
+-- its own lag tracker), through the function migration 0010 made, which reads
 -- pg_stat_replication with its owner's rights: NULL positions where even those
 -- cannot see them. The drain's throttle, before each batch.
 SELECT name, wal_bytes, replay_bytes, replay_lag_seconds

@@ -17,6 +17,7 @@ from uuid import UUID
 
 from slot_expiration.domain import CycleOutcome, SlotRef
 from slot_expiration.expiry.throttle import ThrottleReason
+from slot_expiration.pause import Pause
 
 # How many failed slot ids a cycle's summary shows; every one is logged anyway.
 FAILED_SAMPLE_SIZE = 10
@@ -108,6 +109,8 @@ class CycleResult:
     run_id: UUID
     as_of: datetime
     started_at: datetime  # the worker's clock when the cycle started
+    # The pause in force that the cycle found, and obeyed (outcome `paused`); else None.
+    pause: Pause | None = None
 
     @property
     def selected_count(self) -> int:
@@ -132,6 +135,8 @@ def _json(value: object) -> object:
         return str(value)
     if isinstance(value, datetime):
         return value.isoformat()
+    if isinstance(value, Pause):
+        return value.as_json()
     return value
 
 
@@ -152,6 +157,7 @@ class CycleProgress:
     failed_sample: list[SlotRef] = field(default_factory=list)
     backlog: int | None = None
     clock_skew_seconds: float | None = None
+    pause: Pause | None = None
     throttled_seconds: float = 0.0
     # The throttle's waits by reason; the result keeps the total and the longest's reason.
     _throttled: dict[ThrottleReason, float] = field(default_factory=dict)

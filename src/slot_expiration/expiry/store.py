@@ -28,6 +28,7 @@ from slot_expiration.db.session import (
 )
 from slot_expiration.domain import SlotRef, SlotStatus
 from slot_expiration.expiry.throttle import Standby
+from slot_expiration.pause import PauseStore
 from slot_expiration.quarantine.store import QuarantineStore
 from slot_expiration.schema.contract import WorkerProblems, worker_problems
 from slot_expiration.schema.location import verify_slot_table
@@ -150,6 +151,8 @@ class CycleStore:
         self.session = session
         # The cycle's one collaborator for slot_expiration_failures, on this session.
         self.quarantine = QuarantineStore(session)
+        # The pause in force, read by each cycle in its first transaction.
+        self.pause = PauseStore(session)
 
     @classmethod
     @asynccontextmanager

@@ -51,13 +51,14 @@ ORDER BY h.ended_at DESC
 LIMIT 1;
 
 -- name: history_latest_failure
--- The latest cycle that did not succeed: one probe of
--- ix_slot_expiration_cycles_failure_ended_at (migration 0007), however long
--- every cycle since has succeeded.
+-- The latest cycle that failed (neither a success nor a pause obeyed): one
+-- probe of ix_slot_expiration_cycles_fault_ended_at (migration 0009), whose
+-- predicate this WHERE repeats, however long every cycle since has succeeded
+-- or been paused.
 SELECT
     -- include: cycle_columns
 FROM slot_expiration_cycles AS h
-WHERE h.outcome <> 'success'
+WHERE h.outcome NOT IN ('success', 'paused')
 ORDER BY h.ended_at DESC
 LIMIT 1;
 

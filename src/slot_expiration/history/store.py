@@ -177,7 +177,7 @@ class HistoryStore:
         return found[0] if found else None
 
     async def latest_failure(self) -> CycleRecord | None:
-        """The latest cycle that did not succeed, however it ended."""
+        """The latest cycle that failed, however it failed (a paused one did not)."""
         found = await self._cycles("history_latest_failure", {})
         return found[0] if found else None
 

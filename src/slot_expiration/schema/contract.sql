@@ -94,8 +94,15 @@ SELECT * FROM (VALUES
     (27, 'slot_expiration_cycles', 'error', 'text', false),
     (28, 'slot_expiration_alembic_version', 'version_num', 'character varying(32)', true),
     (29, 'slot_expiration_alembic_version', 'slot_table_schema', 'text', false),
-    (30, 'slot_expiration_cycles', 'throttled_seconds', 'double precision', true),
-    (31, 'slot_expiration_cycles', 'throttled_by', 'text', false)
+    (30, 'slot_expiration_pauses', 'pause_id', 'uuid', true),
+    (31, 'slot_expiration_pauses', 'paused_at', 'timestamp with time zone', true),
+    (32, 'slot_expiration_pauses', 'paused_by', 'text', true),
+    (33, 'slot_expiration_pauses', 'paused_until', 'timestamp with time zone', false),
+    (34, 'slot_expiration_pauses', 'reason', 'text', true),
+    (35, 'slot_expiration_pauses', 'resumed_at', 'timestamp with time zone', false),
+    (36, 'slot_expiration_pauses', 'resumed_by', 'text', false),
+    (37, 'slot_expiration_cycles', 'throttled_seconds', 'double precision', true),
+    (38, 'slot_expiration_cycles', 'throttled_by', 'text', false)
 ) AS shape (ordinal, relation, column_name, data_type, not_null)
 
 -- fragment: worker_shape_mismatch_rows
@@ -143,7 +150,10 @@ SELECT * FROM (VALUES
     -- (a plain DELETE, whose WHERE reads the rows: SELECT too).
     (13, 'slot_expiration_cycles', NULL, 'SELECT'),
     (14, 'slot_expiration_cycles', NULL, 'INSERT'),
-    (15, 'slot_expiration_cycles', NULL, 'DELETE')
+    (15, 'slot_expiration_cycles', NULL, 'DELETE'),
+    -- The pause in force, read by each cycle before its first batch: read only (the
+    -- operator's role pauses and resumes, never the worker's).
+    (16, 'slot_expiration_pauses', NULL, 'SELECT')
 ) AS requirement (ordinal, relation, column_name, privilege)
 
 -- fragment: reader_requirements
@@ -154,7 +164,8 @@ SELECT * FROM (VALUES
     (1, 'availability_slots', NULL, 'SELECT'),
     (2, 'slot_expiration_failures', NULL, 'SELECT'),
     (3, 'slot_expiration_alembic_version', NULL, 'SELECT'),
-    (4, 'slot_expiration_cycles', NULL, 'SELECT')
+    (4, 'slot_expiration_cycles', NULL, 'SELECT'),
+    (5, 'slot_expiration_pauses', NULL, 'SELECT')
 ) AS requirement (ordinal, relation, column_name, privilege)
 
 -- fragment: worker_requirement_problems
@@ -442,7 +453,7 @@ ORDER BY ordinal;
 -- The worker's own tables that do not exist (the migrations create them).
 SELECT name FROM (VALUES
     ('slot_expiration_failures'), ('slot_expiration_alembic_version'),
-    ('slot_expiration_cycles')
+    ('slot_expiration_cycles'), ('slot_expiration_pauses')
 ) AS own (name)
 WHERE to_regclass(name) IS NULL
 ORDER BY name;

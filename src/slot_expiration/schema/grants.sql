@@ -69,7 +69,8 @@ relations AS (
     FROM pg_class AS c
     WHERE c.oid IN (
         to_regclass('availability_slots'), to_regclass('slot_expiration_failures'),
-        to_regclass('slot_expiration_alembic_version'), to_regclass('slot_expiration_cycles')
+        to_regclass('slot_expiration_alembic_version'), to_regclass('slot_expiration_cycles'),
+        to_regclass('slot_expiration_pauses')
     )
 ),
 asked AS (
@@ -140,10 +141,10 @@ REVOKE {privilege} ({column}) ON TABLE {table} FROM {role};
 
 -- name: standbys_function_exists
 -- Whether the function a drain reads the standbys through is there (migration
--- 0009): a schema migrated by an older release has none to grant.
+-- 0010): a schema migrated by an older release has none to grant.
 SELECT to_regprocedure('slot_expiration_standbys()') IS NOT NULL;
 
 -- name: grant_standbys_function
 -- The worker's only privilege beyond the tables: the standbys' positions, read
--- with the function owner's rights, not pg_read_all_stats (migration 0009).
+-- with the function owner's rights, not pg_read_all_stats (migration 0010).
 GRANT EXECUTE ON FUNCTION {schema}.slot_expiration_standbys() TO {role};

@@ -411,6 +411,8 @@ class RepairRefusedError(MigrationError):
 _LOST: Final = {
     "slot_expiration_failures": "the quarantined slots are retried at the next cycle",
     "slot_expiration_cycles": "the cycle history shown by status and ui",
+    "slot_expiration_pauses": "the pause in force (the replicas go on at their next tick) and "
+    "the record of past ones",
     VERSION_TABLE: "the record of the revision: migrate then adopts availability_slots again",
 }
 

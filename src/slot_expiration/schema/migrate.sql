@@ -83,6 +83,14 @@ SELECT EXISTS (
     SELECT FROM pg_constraint WHERE conrelid = to_regclass(%(table)s) AND conname = %(name)s
 );
 
+-- name: constraint_validated
+-- Whether a constraint added NOT VALID was validated since (a run cut short in between
+-- left it unvalidated: the next one validates it).
+SELECT coalesce((
+    SELECT convalidated FROM pg_constraint
+    WHERE conrelid = to_regclass(%(table)s) AND conname = %(name)s
+), false);
+
 -- name: index_validity
 SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%(name)s);
 

@@ -59,6 +59,11 @@ def constraint_missing(table: str, name: str) -> bool:
     return offline() or not _answer("constraint_exists", {"table": table, "name": name})
 
 
+def constraint_validated(table: str, name: str) -> bool:
+    """Whether the constraint exists and was validated (offline: not known, so not)."""
+    return not offline() and _answer("constraint_validated", {"table": table, "name": name})
+
+
 def index_validity(name: str) -> bool | None:
     """Whether the index `name` is valid; None when there is none (always, offline)."""
     if offline():

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from slot_expiration.db.session import Session
 
 # The newest migration in migrations/versions.
-HEAD_REVISION: Final = "0009"
+HEAD_REVISION: Final = "0010"
 
 # Our own history table: the calendar's database may keep its own `alembic_version`.
 VERSION_TABLE: Final = "slot_expiration_alembic_version"

@@ -7,6 +7,11 @@ that cannot be read). Each finding names the runbook's section that says what to
 The thresholds are the alert rules' own, written once here: keep them equal to
 deploy/prometheus/alerts.yml (tests/unit/test_status_check.py reads both).
 
+A pause in force is a finding of its own (WARNING, CRITICAL once it outlived its end or,
+with no end given, LIMIT_WITHOUT_END, as the alert SlotExpirationPausedTooLong): the
+replicas obey it, so neither their lack of success since it began nor the backlog growing
+meanwhile is held against them.
+
 What it can see: the history, which each replica writes as it can, and, given their
 addresses (`--replicas`), the replicas' own /readyz. A replica that cannot log in or write
 to the database leaves nothing in the history, not even its failures: without its
@@ -23,6 +28,7 @@ from typing import Final
 
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.history.store import CycleRecord
+from slot_expiration.pause import Pause
 from slot_expiration.schema.version import (
     SchemaPosition,
     ahead_of_release,
@@ -69,6 +75,7 @@ class Section(StrEnum):
     HUNG = "worker-hung-or-backlog-growing"
     POISON = "a-poison-slot-that-never-expires"
     MISCONFIGURED = "the-worker-is-misconfigured"
+    PAUSED = "the-worker-is-paused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +135,7 @@ def judge(health: Health, interval_seconds: float) -> Verdict:
         return _verdict([*_schema(health.schema, None), *_replicas(health)], health)
     findings = [
         *_schema(health.schema, health.latest_revision),
+        *_pause(health),
         *_cycles(health, no_success_threshold(interval_seconds)),
         *_silence(
             health, silence_threshold(interval_seconds), no_success_threshold(interval_seconds)
@@ -198,6 +206,36 @@ def _never_migrated(schema: SchemaState) -> list[Finding]:
     return findings
 
 
+def paused(health: Health) -> Pause | None:
+    """The pause in force, when it could be read."""
+    return health.pause if isinstance(health.pause, Pause) else None
+
+
+def _pause(health: Health) -> list[Finding]:
+    """The pause in force: a WARNING while it holds within its end (or, with no end
+    given, within LIMIT_WITHOUT_END), CRITICAL once it has outlived that."""
+    if isinstance(health.pause, Unreadable):
+        return [_unreadable("pause", health.pause)]
+    pause = paused(health)
+    if pause is None:
+        return []
+    age, limit = pause.age(health.as_of), pause.limit
+    if not pause.outlived(health.as_of):
+        detail = (
+            f"{age_text((limit - age).total_seconds())} left"
+            if pause.paused_until is not None
+            else f"for {age_text(age.total_seconds())} (limit {age_text(limit.total_seconds())})"
+        )
+        return [Finding(Level.WARNING, pause.text(detail), Section.PAUSED)]
+    detail = (
+        f"{age_text((age - limit).total_seconds())} past its end"
+        if pause.paused_until is not None
+        else f"for {age_text(age.total_seconds())}, past the limit of "
+        f"{age_text(limit.total_seconds())}"
+    )
+    return [Finding(Level.CRITICAL, pause.text(detail), Section.PAUSED)]
+
+
 def _cycles(health: Health, threshold: timedelta) -> list[Finding]:
     cycles = health.cycles
     if isinstance(cycles, Unreadable):
@@ -241,11 +279,14 @@ def _stale(cycles: CycleSummary, health: Health, threshold: timedelta) -> Findin
         text = f"no successful cycle in the history (limit {limit})"
         return Finding(Level.CRITICAL, text, Section.HUNG)
     age = health.as_of - last.ended_at
-    if age <= threshold:
+    # While paused, the replicas obey: judged as the pause began (stuck before it, still said).
+    pause = paused(health)
+    if age <= threshold or (pause is not None and pause.paused_at - last.ended_at <= threshold):
         return None
+    before = "" if pause is None else ", since before the pause"
     return Finding(
         Level.CRITICAL,
-        f"no successful cycle for {age_text(age.total_seconds())} (limit {limit}; "
+        f"no successful cycle for {age_text(age.total_seconds())}{before} (limit {limit}; "
         f"the last by {last.instance})",
         Section.HUNG,
     )
@@ -318,6 +359,8 @@ def _backlog(health: Health) -> list[Finding]:
     if isinstance(backlog, Unreadable):
         return [_unreadable("backlog", backlog)]
     if backlog <= BACKLOG_WARNING_ABOVE or not isinstance(health.cycles, CycleSummary):
+        return []
+    if paused(health) is not None:  # it grows while paused: the pause's finding says why
         return []
     change = health.cycles.backlog_change
     if change is None or change < 0:  # no trend yet, or coming down: no warning

@@ -10,6 +10,7 @@ from slot_expiration.db import ApplicationName
 from slot_expiration.domain import CycleOutcome, SlotStatus
 from slot_expiration.expiry import BACKLOG_COUNT_CAP, ThrottleReason
 from slot_expiration.history.store import CycleRecord
+from slot_expiration.pause import Pause
 from slot_expiration.quarantine import FailedSlot
 from slot_expiration.schema.version import (
     SchemaPosition,
@@ -52,6 +53,7 @@ _WIDTH = 15
 def render_text(report: StatusReport) -> str:
     lines = [
         f"slot-expiration status at {report.as_of.isoformat()}",
+        _row("pause", pause_text(report.health.pause, report.as_of)),
         _row("last success", _part(report.cycles, lambda c: _last(c.last_success, report))),
         _row("last failure", _part(report.cycles, lambda c: _last(c.last_failure, report))),
         _row("last hour", _part(report.cycles, _recent_header)),
@@ -116,6 +118,19 @@ def schema_text(schema: SchemaState, latest: str | None) -> str:
     if position is SchemaPosition.UNKNOWN and schema.revision is not None:
         return unknown_revision(schema.revision)
     return f"{schema.revision or 'none'}, the newest is {latest}: run `slot-expiration migrate`"
+
+
+def pause_text(pause: Pause | Unreadable | None, as_of: datetime) -> str:
+    """The pause in force as `status` and the page show it: none, or who, until when (or
+    since when), how long so far, and why."""
+    if isinstance(pause, Unreadable):
+        return str(pause)
+    if pause is None:
+        return "none: every replica expires at each tick"
+    lasted = f"for {age_text(pause.age(as_of).total_seconds())} so far"
+    if pause.outlived(as_of):
+        lasted += ", past its limit"
+    return pause.text(lasted)
 
 
 def _counts(counts: dict[SlotStatus, int]) -> str:

@@ -27,6 +27,7 @@ from slot_expiration.history.store import BacklogRow, CycleRecord, OutcomeCount
 from slot_expiration.options import CycleOptions
 from slot_expiration.options.listen_address import ListenAddress
 from slot_expiration.options.settings import DEFAULT_INTERVAL_SECONDS
+from slot_expiration.pause import PAUSES, Pause, PauseStore
 from slot_expiration.quarantine import QuarantineListing, QuarantineStore
 from slot_expiration.schema.location import slot_table_elsewhere
 from slot_expiration.schema.version import HEAD_REVISION, SchemaPosition, position_of
@@ -148,6 +149,8 @@ class Health:
     quarantine: Quarantine | Unreadable
     # Each replica's /readyz, when `--replicas` names them (none asked: empty).
     replicas: tuple[ReplicaAnswer, ...] = ()
+    # The pause in force (None: none), as every replica reads it at each tick.
+    pause: Pause | Unreadable | None = None
 
     @property
     def backlog_capped(self) -> bool:
@@ -265,6 +268,7 @@ class StatusReport:
                 },
             ),
             "index": _part_json(self.index, _index_json),
+            "pause": _pause_json(self.health.pause, self.as_of),
         }
 
 
@@ -348,7 +352,18 @@ async def read_health(store: StatusStore, interval_seconds: float, shown: int) -
         cycles=await read_part(store, lambda: summarize_cycles(store, as_of, interval_seconds)),
         backlog=await read_part(store, lambda: store.backlog(as_of, BACKLOG_COUNT_CAP)),
         quarantine=await read_part(store, quarantine),
+        pause=await _read_pause(store, schema),
     )
+
+
+async def _read_pause(
+    store: StatusStore, schema: SchemaState | Unreadable
+) -> Pause | Unreadable | None:
+    """The pause in force; none where its table is missing (the schema's finding says to
+    run migrate: a release before this one's schema, say)."""
+    if isinstance(schema, SchemaState) and PAUSES in schema.missing_tables:
+        return None
+    return await read_part(store, PauseStore(store.session).current)
 
 
 async def summarize_cycles(
@@ -588,6 +603,15 @@ def cycle_json(cycle: CycleRecord | None, as_of: datetime) -> dict[str, Any] | N
         "error_type": cycle.error_type,
         "sqlstate": cycle.sqlstate,
         "error": cycle.error,
+    }
+
+
+def _pause_json(pause: Pause | Unreadable | None, as_of: datetime) -> dict[str, Any] | None:
+    if pause is None or isinstance(pause, Unreadable):
+        return None if pause is None else pause.as_json()
+    return pause.as_json() | {
+        "age_seconds": round(pause.age(as_of).total_seconds(), 3),
+        "outlived": pause.outlived(as_of),
     }
 
 

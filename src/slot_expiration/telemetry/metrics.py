@@ -9,7 +9,9 @@ the skew measured at the cycle's start): a host whose clock runs slow must not
 look hours late to the alert. Metrics carry no slot, tenant or database detail:
 the only labels are `outcome`, the histogram's `le` and the build info's
 `version`. The loop's interval is exported so that the alert on the last
-success can follow it (three intervals, at least 30 minutes).
+success can follow it (three intervals, at least 30 minutes); the pause in force,
+its age and its limit, as each cycle reads them, so that the alerts hold their
+peace while it holds and speak once it outlives its limit.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from slot_expiration.expiry import (
     DrainThrottled,
     ReplicaLagRead,
     ThrottleReason,
+    PauseChecked,
 )
 from slot_expiration.expiry.backlog_trend import (
     BacklogSample,
@@ -51,6 +54,7 @@ from slot_expiration.expiry.backlog_trend import (
 )
 from slot_expiration.loop import Event, LoopStarted, TickSkipped
 from slot_expiration.options.settings import DEFAULT_INTERVAL_SECONDS
+from slot_expiration.pause import LIMIT_WITHOUT_END
 
 PREFIX: Final = "calendar_slot_expiration"
 # From 1 ms to the longest budget a cycle is likely given (60 s).
@@ -187,6 +191,25 @@ class Metrics:
             "measured after the last cycle; 0 when none is in quarantine.",
             registry=registry,
         )
+        self.paused = Gauge(
+            f"{PREFIX}_paused",
+            "1 while the last cycle found the deployment paused (`slot-expiration pause`) and "
+            "expired nothing; else 0.",
+            registry=registry,
+        )
+        self.pause_age = Gauge(
+            f"{PREFIX}_pause_age_seconds",
+            "How long the pause in force had lasted when the last cycle read it, on the "
+            "database's clock; 0 when not paused.",
+            registry=registry,
+        )
+        self.pause_limit = Gauge(
+            f"{PREFIX}_pause_limit_seconds",
+            "How long the pause in force may last: to the end `pause --for` gave it, else "
+            f"{LIMIT_WITHOUT_END.total_seconds():g} s; 0 when not paused. Past it, the pause "
+            "has outlived its limit (SlotExpirationPausedTooLong).",
+            registry=registry,
+        )
         self.http_bad_requests = Counter(
             f"{PREFIX}_http_bad_requests",
             "Malformed HTTP requests to the endpoint (an oversized head included), answered 400 "
@@ -225,6 +248,10 @@ class Metrics:
         match event:
             case ClockCompared(_, skew_seconds):
                 self.clock_skew.set(skew_seconds)
+            case PauseChecked(_, pause, at):
+                self.paused.set(0 if pause is None else 1)
+                self.pause_age.set(0 if pause is None else pause.age(at).total_seconds())
+                self.pause_limit.set(0 if pause is None else pause.limit.total_seconds())
             case BatchCommitted(_, batch):
                 self.items.inc(batch.expired_count)
                 self.skip_locked.inc(batch.skipped_locked_count)
@@ -264,9 +291,12 @@ class Metrics:
             # A run of successes ends: the next count is not compared across the gap. The
             # change exported holds until the next run can say more.
             self._trend.broken()
-            # A transient failure says nothing of the configuration either way.
+            # A transient failure says nothing of the configuration either way; a paused
+            # cycle passed every check before it read the pause.
             if result.outcome.needs_a_person:
                 self.misconfigured.set(1)
+            elif result.outcome is CycleOutcome.PAUSED:
+                self.misconfigured.set(0)
 
 
 class _Trend:

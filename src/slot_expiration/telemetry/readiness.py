@@ -1,6 +1,7 @@
 """Readiness: the database answers, its schema is at the newest migration (or ahead of
 it: a newer release migrated it), and the last cycle did not fail on what only a
-person can fix (a grant, a table, the clock).
+person can fix (a grant, a table, the clock). A paused replica is ready: it does what it
+was told, and says that it is paused (by whom, until when, why).
 
 Beside the answer, what the history cannot hold: a replica that cannot log in or write
 to the database records nothing there, not even its failures, so `status --check` and
@@ -19,9 +20,10 @@ from typing import Any
 from slot_expiration.db.errors import ErrorFamily, SchemaMissingError, StoreError
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.domain.text import excerpt
-from slot_expiration.expiry import CycleEnded, sqlstate_of
+from slot_expiration.expiry import CycleEnded, PauseChecked, sqlstate_of
 from slot_expiration.history.store import CycleRecord
 from slot_expiration.loop import Event
+from slot_expiration.pause import Pause
 from slot_expiration.schema.version import (
     SchemaPosition,
     ahead_of_release,
@@ -59,6 +61,9 @@ class ReadinessReport:
     # Only a person can cure what makes it unready: a login, a grant, a table, the clock.
     needs_a_person: bool = False
     unrecorded_cycle: Unrecorded | None = None
+    # The pause the last cycle found in force: the replica stays ready (it obeys, and a
+    # rolling deploy during a maintenance window must not stall on it) and says so.
+    pause: Pause | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +75,7 @@ class ReadinessReport:
             "unrecorded_cycle": (
                 None if self.unrecorded_cycle is None else self.unrecorded_cycle.as_json()
             ),
+            "pause": None if self.pause is None else self.pause.as_json(),
         }
 
 
@@ -97,12 +103,15 @@ class Readiness:
         self._probe: asyncio.Task[ReadinessReport] | None = None
         self._needs_a_person: str | None = None
         self._unrecorded: Unrecorded | None = None
+        self._pause: Pause | None = None
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, PauseChecked):
+            self._pause = event.pause
         if not isinstance(event, CycleEnded):
             return
         outcome = event.result.outcome
-        if outcome is CycleOutcome.SUCCESS:
+        if outcome in (CycleOutcome.SUCCESS, CycleOutcome.PAUSED):  # its checks passed
             self._needs_a_person = None
         elif outcome.needs_a_person and event.error is not None:
             sqlstate = sqlstate_of(event.error)
@@ -131,7 +140,9 @@ class Readiness:
         probed = await asyncio.shield(self._probe)
         if self._needs_a_person is not None:
             probed = self._not_ready(self._needs_a_person, probed.schema_revision, person=True)
-        return replace(probed, unrecorded_cycle=self._unrecorded)
+        if self._pause is not None and probed.ready:
+            probed = replace(probed, detail=f"{probed.detail}; {self._pause.text()}")
+        return replace(probed, unrecorded_cycle=self._unrecorded, pause=self._pause)
 
     async def _check(self) -> ReadinessReport:
         try:

@@ -4,8 +4,9 @@ instance name, a message, a SQLSTATE) reaches the HTML escaped, whatever it hold
 The template (templates/page.html) only lays out; what to say is decided here. First the
 deployment's verdict, judged by the code `status --check` runs (status/check.py), with the
 runbook's section for each finding; then what the on-call reads next: the last success,
-the backlog and its trend, the quarantine, the recent cycles (identical failures in a row
-folded into one row), the chart, the schema and the index.
+the pause in force, the backlog and its trend, the quarantine, the recent cycles (identical
+failures in a row, and paused cycles, folded into one row), the chart, the schema and the
+index.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.history.store import CycleRecord
 from slot_expiration.status.check import Finding, Section, Verdict
-from slot_expiration.status.render import drain_text, index_text, schema_text
+from slot_expiration.status.render import drain_text, index_text, pause_text, schema_text
 from slot_expiration.status.replicas import ReplicaAnswer
 from slot_expiration.status.report import CycleSummary, Health, Quarantine, Unreadable
 from slot_expiration.status.wording import age_text, count_of, due_text, one_line
@@ -96,6 +97,7 @@ class CycleRow:
     instances: tuple[str, ...]  # each replica once, newest first
     outcome: str
     ok: bool
+    paused: bool  # neither ok nor bad: the replicas obeyed a pause
     expired: int
     skipped: int
     failed: int
@@ -140,6 +142,8 @@ def context(snapshot: UiSnapshot, verdict: Verdict, options: PageOptions) -> dic
         "verdict": _verdict(verdict, options.runbook_url),
         "last_success": _part(cycles, lambda c: _last_success(c, as_of)),
         "latest_cycle": _part(cycles, lambda c: _latest_cycle(c, as_of)),
+        "pause": pause_text(health.pause, as_of),
+        "pause_unreadable": isinstance(health.pause, Unreadable),
         "backlog": _part(health.backlog, lambda n: _backlog(n, health)),
         "drain": _part(health.drain(), lambda _: drain_text(health)),
         "quarantine_now": _part(health.quarantine, lambda q: _quarantine_now(q, health)),
@@ -256,7 +260,7 @@ def _quarantine_now(quarantine: Quarantine, health: Health) -> str:
 
 def _cycle_rows(recent: tuple[CycleRecord, ...]) -> list[CycleRow]:
     """The cycles, newest first; identical failures in a row (the same outcome, error and
-    SQLSTATE, from any instance) folded into one row."""
+    SQLSTATE, from any instance), and paused cycles in a row, folded into one row."""
     groups: list[list[CycleRecord]] = []
     for cycle in recent:
         previous = groups[-1][-1] if groups else None
@@ -286,6 +290,7 @@ def _row(group: list[CycleRecord]) -> CycleRow:
         instances=tuple(dict.fromkeys(c.instance for c in group)),
         outcome=f"{outcome} {count}{TIMES} since {_hm(first.ended_at)}" if count > 1 else outcome,
         ok=latest.outcome is CycleOutcome.SUCCESS,
+        paused=latest.outcome is CycleOutcome.PAUSED,
         expired=sum(c.expired_count for c in group),
         skipped=sum(c.skipped_locked_count for c in group),
         failed=sum(c.failed_count for c in group),

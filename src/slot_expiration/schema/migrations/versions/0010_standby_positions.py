@@ -15,15 +15,15 @@ back NULL and the worker says so (drain.standbys_unseen).
 `search_path` is pinned on the function (pg_catalog, then pg_temp last) so that no
 caller's objects can stand in for the catalog's.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-12-07
 """
 
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
