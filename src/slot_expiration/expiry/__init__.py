@@ -15,9 +15,9 @@ from slot_expiration.expiry.events import (
     DrainStarted,
     DrainThrottled,
     EmitCycleEvent,
+    PauseChecked,
     ReplicaLagRead,
     StandbysNotJudged,
-    PauseChecked,
     describe,
 )
 from slot_expiration.expiry.failure import ClockSkewError, CycleFailed, outcome_of, sqlstate_of
@@ -57,10 +57,10 @@ __all__ = [
     "DrainThrottled",
     "EmitCycleEvent",
     "ExpiryCycle",
+    "PauseChecked",
     "ReplicaLagRead",
     "StandbysNotJudged",
     "StandbysUnseen",
-    "PauseChecked",
     "StopReason",
     "StoreFactory",
     "ThrottleReason",

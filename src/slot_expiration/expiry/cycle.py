@@ -26,9 +26,9 @@ from slot_expiration.expiry.events import (
     ClockCompared,
     DrainStarted,
     DrainThrottled,
+    PauseChecked,
     ReplicaLagRead,
     StandbysNotJudged,
-    PauseChecked,
 )
 from slot_expiration.expiry.failure import ClockSkewError
 from slot_expiration.expiry.limits import CycleLimits

@@ -42,9 +42,9 @@ from slot_expiration.expiry import (
     CycleEnded,
     CycleResult,
     DrainThrottled,
+    PauseChecked,
     ReplicaLagRead,
     ThrottleReason,
-    PauseChecked,
 )
 from slot_expiration.expiry.backlog_trend import (
     BacklogSample,
