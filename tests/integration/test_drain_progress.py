@@ -150,7 +150,12 @@ async def test_status_reads_the_drains_rate_and_eta_from_the_history_and_its_bac
     # (2 min 30 s ago) to the latest one's end (now): 40 rows/s.
     ends = {now - timedelta(minutes=2): 7_000, now - timedelta(minutes=1): 5_000, now: 3_000}
     cycles = [
-        replace(cycle_record(end, expired=2_000, backlog=left), duration_ms=30_000.0)
+        replace(
+            cycle_record(end, expired=2_000, backlog=left),
+            duration_ms=30_000.0,
+            throttled_seconds=30.0,  # each held half its time by a standby
+            throttled_by="replica_lag",
+        )
         for end, left in ends.items()
     ]
     # Twenty minutes before: out of the pace's window (three of the default 5-minute
@@ -171,9 +176,15 @@ async def test_status_reads_the_drains_rate_and_eta_from_the_history_and_its_bac
         "expired": 6_000,
         "seconds": 150.0,
         "window_seconds": 900.0,
+        # 3 x 30 s of the 150 s from the first one's start to the latest one's end.
+        "throttled_seconds": 90.0,
+        "throttled_share": 0.6,
+        "throttled_by": "replica_lag",
     }
     (line,) = [line for line in render_text(report).splitlines() if line.startswith("drain")]
-    assert line.split(maxsplit=1)[1] == "40 rows/s over the last 15m 0s, 3,000 left, ETA 1m 15s"
+    assert line.split(maxsplit=1)[1] == (
+        "40 rows/s over the last 15m 0s, 3,000 left, ETA 1m 15s, throttled 60% by replica lag"
+    )
 
 
 async def test_status_gives_no_eta_while_the_backlog_is_not_coming_down(
