@@ -71,7 +71,7 @@ async def test_grant_dry_run_prints_the_statements_and_changes_nothing(
     )
 
     assert done.returncode == 0, done.describe()
-    assert done.stdout.count("GRANT ") == 7
+    assert done.stdout.count("GRANT ") == 8
     assert ";;" not in done.stdout
     assert (
         f"role '{role.name}' would then: SELECT, UPDATE (status, updated_at, version) on "
@@ -86,7 +86,8 @@ async def test_grant_dry_run_prints_the_statements_and_changes_nothing(
         "slot_expiration_failures; no INSERT on slot_expiration_failures; no UPDATE on "
         "slot_expiration_failures; no DELETE on slot_expiration_failures; no SELECT on "
         "slot_expiration_alembic_version; no SELECT on slot_expiration_cycles; no INSERT on "
-        "slot_expiration_cycles; no DELETE on slot_expiration_cycles; as the owner of "
+        "slot_expiration_cycles; no DELETE on slot_expiration_cycles; no SELECT on "
+        "slot_expiration_pauses; as the owner of "
         "availability_slots, run "
         f"`slot-expiration grant --role {role.name}` (SQLSTATE 42501)"
     ]
