@@ -742,6 +742,7 @@ _DERIVED = {
     "Growth": ("largest_vs_smallest", "round_ratios"),
     "BookingInterference": ("slots_booked",),
     "ThrottleCurve": ("default_ratio", "default_slowdown"),
+    "ThrottlePoint": ("p99_vs_none",),
     "DrainRates": ("best_batch_size", "best_vs_single", "default_vs_single", "peer_is_cron"),
     "DrainSeries": ("seconds", "rows_per_second"),
     "Partitioned": ("monthly_growth", "plain_growth"),

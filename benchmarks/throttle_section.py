@@ -36,7 +36,11 @@ class ThrottlePoint:
     max_slowdown: float  # the adaptive mode's (0: off)
     drain: Condition
     share_of_flat: Spread | None  # each round: its rate / the flat-out worker's
-    p99_vs_none: Spread | None  # each round: the bookings' p99 beside it / with no drain
+
+    @property
+    def p99_vs_none(self) -> Spread | None:
+        """Each round: the bookings' p99 beside it / with no drain."""
+        return self.drain.p99_vs_none
 
     @property
     def meets(self) -> bool:
@@ -126,7 +130,6 @@ async def measure_throttle(ctx: BenchContext) -> ThrottleCurve:
                 max_slowdown=drainer.max_slowdown,
                 drain=condition(runs, none),
                 share_of_flat=rate_ratio(runs, flat),
-                p99_vs_none=condition(runs, none).p99_vs_none,
             )
             for drainer, runs in zip(conditions[2:], by_condition[2:], strict=True)
         ),

@@ -213,7 +213,7 @@ PARTITIONED = Partitioned(
 
 def _throttle_point(nice: float, share: float, p99_vs_none: float) -> ThrottlePoint:
     drain = _condition(f"worker, nice ratio {nice:g}", 3.0, 40_000 * share, p99_vs_none)
-    return ThrottlePoint(nice, 0.0, drain, _spread(share, share), _spread(p99_vs_none, p99_vs_none))
+    return ThrottlePoint(nice, 0.0, drain, _spread(share, share))
 
 
 THROTTLE = ThrottleCurve(
@@ -639,7 +639,10 @@ def test_the_throttle_target_reads_the_default_setting_and_its_rounds() -> None:
         THROTTLE,
         points=(
             ThrottlePoint(
-                0.0, 0.0, THROTTLE.points[0].drain, _spread(*[1.0] * 5), _spread(*[1.3] * 5)
+                0.0,
+                0.0,
+                replace(THROTTLE.points[0].drain, p99_vs_none=_spread(*[1.3] * 5)),
+                _spread(*[1.0] * 5),
             ),
         ),
     )

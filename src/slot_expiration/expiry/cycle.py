@@ -100,7 +100,7 @@ class ExpiryCycle:
         # What the standbys showed, across this worker's cycles (a stalled replay's time).
         self._standbys = ReplicaWatch()
         self._latency = LatencyWatch()  # the drain's batch times, across its cycles
-        self._blind: set[UUID] = set()  # the cycle that found it cannot see the standbys
+        self._blind_run: UUID | None = None  # the cycle that found it cannot see the standbys
         self._standbys_fine_at: float | None = None  # when they were last read within limits
         self._monotonic = monotonic
         self._clock = clock
@@ -240,7 +240,7 @@ class ExpiryCycle:
         standbys are read again every REPLICA_POLL_SECONDS, each wait an event. Where
         they cannot be seen, the cycle goes on without looking again (nor failing a
         statement per batch in the server's log)."""
-        if self._limits.max_replica_lag_seconds <= 0 or run.run_id in self._blind:
+        if self._limits.max_replica_lag_seconds <= 0 or run.run_id == self._blind_run:
             return True
         if self._standbys_fine_at is not None and (
             self._monotonic() - self._standbys_fine_at < REPLICA_POLL_SECONDS
@@ -257,7 +257,7 @@ class ExpiryCycle:
                 else self._standbys.lag_seconds(standbys, self._monotonic())
             )
             if standbys is None or lag is None:
-                self._blind = {run.run_id}
+                self._blind_run = run.run_id
                 why = StandbysUnseen.NOT_GRANTED if standbys is None else StandbysUnseen.OWNER_BLIND
                 run.emit(StandbysNotJudged(run.run_id, why))
                 return True
@@ -275,9 +275,6 @@ class ExpiryCycle:
             run.progress.throttled(ThrottleReason.REPLICA_LAG, wait)
             await run.pause(wait)
         return False
-
-    def _past_deadline(self, run: CycleRun, ahead_seconds: float) -> bool:
-        return run.deadline is not None and self._monotonic() + ahead_seconds > run.deadline
 
     async def _drain_started(self, store: CycleStore, run: CycleRun) -> DrainWatch | None:
         """A drain first counts the rows due at its as_of (up to DRAIN_COUNT_CAP): what its

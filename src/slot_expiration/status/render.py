@@ -165,17 +165,15 @@ def drain_text(health: Health) -> str:
     elif eta is not None:
         parts.append(f"ETA {'at least ' if drain.capped else ''}{age_text(eta)}")
     if drain.throttle is not None:
-        reason = drain.throttle.reason
         # A reason a newer release wrote in the history is shown as it is.
-        known = reason in {r.value for r in THROTTLE_WORDS}
-        why = THROTTLE_WORDS[ThrottleReason(reason)] if known else reason
+        why = THROTTLE_WORDS.get(drain.throttle.reason, drain.throttle.reason)
         parts.append(f"throttled {drain.throttle.share:.0%} by {why}")
     return ", ".join(parts)
 
 
 # How status and the page name a throttle's reason (the metric's label, the history's
 # throttled_by).
-THROTTLE_WORDS: Final = {
+THROTTLE_WORDS: Final[dict[str, str]] = {
     ThrottleReason.REPLICA_LAG: "replica lag",
     ThrottleReason.NICE: "the nice ratio",
     ThrottleReason.LOAD: "the database's load",
