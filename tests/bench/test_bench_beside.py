@@ -103,6 +103,14 @@ def test_the_window_keeps_the_bookings_that_ended_in_it() -> None:
         window_of(logged, 200.0, 300.0)
 
 
+def test_a_drain_between_two_bookings_is_measured_by_the_next_one_to_end() -> None:
+    logged = list(_window([1.0, 2.0, 3.0, 4.0], start=100.0).transactions)  # end 100.00..100.03
+
+    window = window_of(logged, 100.012, 100.014)  # no booking ended in those 2 ms
+
+    assert [t.latency_ms for t in window.transactions] == [3.0]
+
+
 def _event(name: str, second: float) -> dict[str, str]:
     moment = datetime.fromtimestamp(1_000 + second, UTC)
     return {"event": name, "timestamp": moment.isoformat()}
