@@ -306,11 +306,9 @@ class BenchStore:
 
     async def worker_statement(self, as_of: datetime, now: datetime, batch_size: int) -> int:
         """The worker's own batch statement sent alone, in autocommit: the same SQL as the
-        worker's batch without its transaction around it. It is expire_batch_counted, what
-        the worker sends when no trace is recorded (as in every section's worker); a traced
-        batch's expire_batch also returns its slots. Rows expired."""
+        worker's batch without its transaction around it. Rows expired."""
         params = Selection(as_of, now, batch_size).parameters()
-        return int((await self._fetch("expire_batch_counted", params))[0][0])
+        return int((await self._fetch("expire_batch", params))[0][0])
 
     async def explain(self, name: str, params: dict[str, Any]) -> str:
         """The executed plan of a named statement, with buffers; its changes rolled back."""

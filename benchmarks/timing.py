@@ -66,8 +66,7 @@ async def worker_cycle(
     options: WorkerOptions, as_of: datetime, recorder: BatchRecorder
 ) -> CycleResult:
     """One real cycle of the worker, as `once` runs it (a fresh session, its budget)."""
-    # As the worker runs without tracing: counts only (see CycleLimits.collect_slots).
-    cycle = build_cycle(options, collect_slots=False)
+    cycle = build_cycle(options)
     return await run_cycle(cycle, recorder, options.max_cycle_seconds, as_of)
 
 

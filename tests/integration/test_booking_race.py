@@ -28,6 +28,7 @@ from tests.support.gates import (
 from tests.support.slot_context import Clock, operations
 from tests.support.slots import AS_OF
 from tests.support.waiting import eventually
+from tests.support.witness import install_witness
 
 pytestmark = pytest.mark.integration
 
@@ -110,7 +111,9 @@ class Race:
         async def worker() -> None:
             await first_booked.wait()
             while True:
-                outcome = await run_cycle(self.url, BATCH_SIZE, AS_OF, clock=lambda: AS_OF)
+                outcome = await run_cycle(
+                    self.url, BATCH_SIZE, AS_OF, clock=lambda: AS_OF, witness=True
+                )
                 self.cycles.append(outcome)
                 first_cycle.set()
                 if outcome.selected_count == 0 and outcome.skipped_locked_count == 0:
@@ -129,6 +132,7 @@ async def test_concurrent_bookings_and_worker_cycles_leave_each_slot_booked_or_e
     early = contested + contested[::4]
     random.Random(7).shuffle(early)  # noqa: S311 - a reproducible order, not a secret
     race = Race(db.url, early, late, attempts=[], cycles=[])
+    await install_witness(db.url)  # before any booking holds a row
 
     await race.run()
 
@@ -191,7 +195,7 @@ async def test_a_booking_meeting_a_row_the_worker_holds_waits_for_that_batch_onl
     gates = await TransitionGates.install(db)
     await gates.close(older.id, SlotStatus.EXPIRED)
     await gates.close(newer.id, SlotStatus.EXPIRED)
-    cycle = asyncio.create_task(run_cycle(db.url, 1, AS_OF, max_batches=2))
+    cycle = asyncio.create_task(run_cycle(db.url, 1, AS_OF, max_batches=2, witness=True))
     await eventually(lambda: _worker_at_gate(db))
 
     booking = booking_task(db.url, older.id)
@@ -206,7 +210,7 @@ async def test_a_booking_meeting_a_row_the_worker_holds_waits_for_that_batch_onl
     assert cycle_in_flight  # the booking did not wait for the rest of the cycle
     assert isinstance(attempt.refused, SlotNotAvailableError)
     assert attempt.refused.status is SlotStatus.EXPIRED
-    assert [[ref.id for ref in batch.expired] for batch in outcome.batches] == [
+    assert [[ref.id for ref in batch] for batch in outcome.expired_batches] == [
         [older.id],
         [newer.id],
     ]
@@ -219,12 +223,13 @@ async def test_a_booking_in_flight_is_passed_over_by_the_worker_and_ends_booked(
     """Booking wins: the worker skips the row the booking holds, without waiting for it,
     and the Booked slot is out of its reach afterwards."""
     wanted, *others = await publish_boundary_slots(db.url, 5)
+    await install_witness(db.url)  # its DDL would wait for the booking's lock
     gates = await TransitionGates.install(db)
     await gates.close(wanted.id, SlotStatus.BOOKED)
     booking = booking_task(db.url, wanted.id)
     await eventually(lambda: _booking_at_gate(db))
 
-    during = await run_cycle(db.url, 10, AS_OF)
+    during = await run_cycle(db.url, 10, AS_OF, witness=True)
     still_in_flight = not booking.done()
     await gates.open(wanted.id, SlotStatus.BOOKED)
     attempt = await asyncio.wait_for(booking, 30)

@@ -44,3 +44,53 @@ async def test_cancelling_twice_during_commit_commits_reports_the_batch_then_can
     assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
     assert log.backlogs == []  # nothing new started once the cancel was delivered
     assert await db.worker_locks() == 0
+
+
+async def test_cancelling_while_the_batch_statement_runs_rolls_it_back_at_once(
+    db: SlotDatabase,
+) -> None:
+    """The batch statement and its COMMIT travel together: a cancellation while the statement
+    still runs asks the server to cancel it, so nothing commits, not even once it could."""
+    slots = await db.insert(past_slots(8))
+    before = await db.rows()
+    # Every UPDATE spins until the gate opens: inside the statement, and no lock wait a
+    # lock_timeout would end (only a cancel from the worker stops it).
+    await db.execute("CREATE TABLE spin_gate_open (open boolean)")
+    await db.execute(
+        "CREATE FUNCTION spin_gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "WHILE NOT EXISTS (SELECT FROM spin_gate_open) LOOP PERFORM pg_sleep(0.01); END LOOP; "
+        "RETURN NEW; END $$"
+    )
+    await db.execute(
+        "CREATE TRIGGER spin_gate BEFORE UPDATE ON availability_slots "
+        "FOR EACH ROW EXECUTE FUNCTION spin_gate()"
+    )
+    log = BatchLog()
+    cycle = make_cycle(db.url, batch_size=100)
+    task = asyncio.create_task(cycle.run(CycleRun(as_of=AS_OF, emit=log)))
+
+    async def updating() -> bool:
+        cursor = await db.conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'slot-expiration' "
+            "AND state = 'active' AND query LIKE '%%SKIP LOCKED%%'"
+        )
+        return await cursor.fetchone() == (1,)
+
+    await eventually(updating)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError) as cancelled:
+        await task
+    assert cancelled.value.__cause__ is None or "canceling statement due to user request" in str(
+        cancelled.value.__cause__
+    )
+    await db.execute(
+        "INSERT INTO spin_gate_open VALUES (true)"
+    )  # had the statement gone on, its COMMIT would run now
+
+    async def released() -> bool:
+        return await db.worker_locks() == 0 and await db.worker_sessions() == 0
+
+    await eventually(released)
+    assert log.batches == []
+    assert await db.rows() == before
+    assert len(before) == len(slots)

@@ -31,7 +31,7 @@ async def test_drain_expires_the_whole_backlog_each_batch_its_own_transaction(
 ) -> None:
     slots = await db.insert(past_slots(23))
 
-    outcome = await run_cycle(db.url, batch_size=5, max_batches=0)
+    outcome = await run_cycle(db.url, batch_size=5, max_batches=0, witness=True)
 
     result = outcome.result
     assert (result.batches, result.expired_count, result.stop_reason) == (
@@ -42,7 +42,7 @@ async def test_drain_expires_the_whole_backlog_each_batch_its_own_transaction(
     assert [b.expired_count for b in outcome.batches] == [5, 5, 5, 5, 3]
     assert [s.id for s in outcome.expired] == [s.id for s in slots]  # oldest first, throughout
     rows = await db.rows()
-    transactions = [{rows[s.id].xmin for s in batch.expired} for batch in outcome.batches]
+    transactions = [{rows[s.id].xmin for s in batch} for batch in outcome.expired_batches]
     assert all(len(xmins) == 1 for xmins in transactions)
     assert len(set().union(*transactions)) == 5
     assert all(rows[s.id].version == s.version + 1 for s in slots)
@@ -286,20 +286,6 @@ async def test_a_drains_later_batches_take_the_drain_batch_size_and_its_first_th
     # A full batch cannot know it took the last due row: one more, empty, says so.
     assert [batch.expired_count for batch in log.batches] == [2, 5, 5, 0]
     assert (result.expired_count, result.stop_reason) == (12, StopReason.DRAINED)
-
-
-async def test_without_a_trace_a_batch_reports_its_counts_and_not_its_slots(
-    db: SlotDatabase,
-) -> None:
-    await db.insert(past_slots(7))
-    log = BatchLog()
-
-    run = CycleRun(AS_OF, emit=log)
-    result = await make_cycle(db.url, batch_size=5, max_batches=0, collect_slots=False).run(run)
-
-    assert [(b.expired_count, b.expired) for b in log.batches] == [(5, ()), (2, ())]
-    assert result.expired_count == 7
-    assert set((await db.statuses()).values()) == {SlotStatus.EXPIRED}
 
 
 async def test_a_first_batch_of_a_few_rows_never_predicts_a_drains_batch_past_the_budget(

@@ -84,7 +84,7 @@ async def test_booked_expired_and_archived_slots_are_never_selected(
 async def test_batch_takes_the_oldest_start_first_and_leaves_the_rest(db: SlotDatabase) -> None:
     slots = await db.insert(past_slots(10))  # oldest first
 
-    result = await run_cycle(db.url, batch_size=4)
+    result = await run_cycle(db.url, batch_size=4, witness=True)
 
     statuses = await db.statuses()
     assert [s.id for s in result.expired] == [s.id for s in slots[:4]]
@@ -95,7 +95,7 @@ async def test_batch_takes_the_oldest_start_first_and_leaves_the_rest(db: SlotDa
 async def test_result_carries_tenant_of_each_expired_slot(db: SlotDatabase) -> None:
     slots = await db.insert(past_slots(3))
 
-    result = await run_cycle(db.url)
+    result = await run_cycle(db.url, witness=True)
 
     assert {(r.id, r.tenant_id) for r in result.expired} == {(s.id, s.tenant_id) for s in slots}
 
@@ -148,7 +148,7 @@ async def test_poison_rows_at_the_head_do_not_hold_back_the_rows_behind(
     poison, healthy = slots[:2], slots[2:]
     await db.install_poison_trigger([p.id for p in poison], "P0001")
 
-    result = await run_cycle(db.url, batch_size=2)
+    result = await run_cycle(db.url, batch_size=2, witness=True)
 
     assert [r.id for r in result.expired] == [s.id for s in healthy[:2]]
     assert {f.slot.id for f in result.failures} == {p.id for p in poison}
@@ -176,7 +176,7 @@ async def test_skipped_locked_count_is_exact_while_another_transaction_holds_row
     held = [slots[0], slots[3], slots[7]]  # inside the window of a batch of 10
 
     async with rows_locked(db.url, [s.id for s in held]):
-        result = await run_cycle(db.url, batch_size=10)
+        result = await run_cycle(db.url, batch_size=10, witness=True)
 
     free = [s for s in slots if s not in held]
     assert result.skipped_locked_count == 3

@@ -11,6 +11,7 @@ from tests.support.cycles import run_cycle
 from tests.support.database import SlotDatabase
 from tests.support.slots import past_slots
 from tests.support.waiting import eventually
+from tests.support.witness import witnessed
 
 pytestmark = pytest.mark.integration
 
@@ -19,17 +20,19 @@ async def test_three_concurrent_cycles_expire_every_row_exactly_once(db: SlotDat
     slots = await db.insert(past_slots(900))
     await db.install_gate_trigger()
     await db.close_gate()
-    runs = [asyncio.create_task(run_cycle(db.url, batch_size=300)) for _ in range(3)]
+    async with witnessed(db.url) as witness:
+        runs = [asyncio.create_task(run_cycle(db.url, batch_size=300)) for _ in range(3)]
 
-    async def all_blocked() -> bool:
-        return await db.worker_sessions(waiting_on_gate=True) == 3
+        async def all_blocked() -> bool:
+            return await db.worker_sessions(waiting_on_gate=True) == 3
 
-    await eventually(all_blocked)  # each holds its own 300 locked rows
-    await db.open_gate()
-    results = await asyncio.gather(*runs)
+        await eventually(all_blocked)  # each holds its own 300 locked rows
+        await db.open_gate()
+        results = await asyncio.gather(*runs)
 
-    expired_ids = [r.id for result in results for r in result.expired]
+    expired_ids = [slot.id for slot in witness.expired]
     assert sorted(result.expired_count for result in results) == [300, 300, 300]
+    assert sorted(len(slots) for slots in witness.by_session.values()) == [300, 300, 300]
     assert len(set(expired_ids)) == len(expired_ids) == 900
     rows = await db.rows()
     assert all(rows[s.id].status is SlotStatus.EXPIRED for s in slots)

@@ -118,9 +118,7 @@ def test_a_batch_on_a_calendar_partitioned_by_month_updates_only_its_own_partiti
 ) -> None:
     _monthly(empty_database_url)
     upgrade(empty_database_url)
-    explain = sql.SQL("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ") + sql.SQL(
-        query("expire_batch_counted")
-    )
+    explain = sql.SQL("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ") + sql.SQL(query("expire_batch"))
 
     with psycopg.connect(empty_database_url) as conn:
         months = conn.execute(

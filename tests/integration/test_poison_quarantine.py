@@ -35,8 +35,8 @@ async def test_a_batch_tops_up_past_more_poison_rows_than_three_batches(
     poison, healthy = slots[:70], slots[70:]  # 70 poison rows: more than 3 batches of 20
     await db.install_poison_trigger([p.id for p in poison], "P0001")
 
-    first = await run_cycle(db.url, batch_size=20)
-    second = await run_cycle(db.url, batch_size=20)
+    first = await run_cycle(db.url, batch_size=20, witness=True)
+    second = await run_cycle(db.url, batch_size=20, witness=True)
 
     assert [r.id for r in first.expired] == [s.id for s in healthy[:20]]
     assert [f.slot.id for f in first.failures] == [p.id for p in poison]
@@ -119,7 +119,7 @@ async def test_a_poison_row_once_fixed_expires_on_its_next_attempt_and_leaves_qu
     first = await run_cycle(db.url, clock=lambda: NOW)
     await db.execute("DROP TRIGGER poison ON availability_slots")
 
-    second = await run_cycle(db.url, clock=lambda: NOW + timedelta(minutes=5))
+    second = await run_cycle(db.url, clock=lambda: NOW + timedelta(minutes=5), witness=True)
 
     assert (first.expired_count, first.failed_count) == (2, 1)
     assert [s.id for s in second.expired] == [slots[0].id]
@@ -184,7 +184,7 @@ async def test_a_parked_slot_is_passed_over_even_when_due_until_it_is_retried(
     parked = await run_cycle(db.url, clock=lambda: much_later)
     async with QuarantineStore.connect(db.url, LIMITS) as store:
         await store.retry([slots[0].id], much_later)
-    retried = await run_cycle(db.url, clock=lambda: much_later)
+    retried = await run_cycle(db.url, clock=lambda: much_later, witness=True)
 
     assert first.quarantined == [1]
     assert (parked.selected_count, parked.quarantined) == (0, [0])  # parked: not counted

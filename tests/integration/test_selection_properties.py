@@ -68,7 +68,7 @@ async def test_expires_exactly_the_oldest_unlocked_and_counts_skipped_exactly(
     await db.insert(slot for slot, _ in slots)
 
     async with maybe_locked(db.url, [slot for slot, locked in slots if locked]):
-        result = await run_cycle(db.url, batch_size)
+        result = await run_cycle(db.url, batch_size, witness=True)
 
     taken, skipped = expected_outcome(slots, batch_size)
     assert [r.id for r in result.expired] == [s.id for s in taken]
@@ -131,7 +131,7 @@ async def test_the_selection_passes_over_waiting_and_parked_entries_only(
         await _put_in_quarantine(db, slot, state)
 
     async with maybe_locked(db.url, [slot for slot, locked, _ in slots if locked]):
-        result = await run_cycle(db.url, batch_size)
+        result = await run_cycle(db.url, batch_size, witness=True)
 
     # The model: the same as without a quarantine, over the slots it does not pass over.
     eligible = [(slot, locked) for slot, locked, state in slots if state not in PASSED_OVER]
@@ -251,8 +251,11 @@ async def test_a_drain_expires_and_counts_skipped_exactly_batch_after_batch_pois
     await db.install_poison_trigger([slot.id for slot, _, poison in slots if poison], "P0001")
 
     async with maybe_locked(db.url, [slot for slot, locked, _ in slots if locked]):
-        outcome = await run_cycle(db.url, batch_size, max_batches=max_batches)
+        outcome = await run_cycle(db.url, batch_size, max_batches=max_batches, witness=True)
 
     batches, skipped = drain_model(slots, batch_size, max_batches)
-    assert [[slot.id for slot in b.expired] for b in outcome.batches] == batches
+    assert [b.expired_count for b in outcome.batches] == [len(ids) for ids in batches]
+    assert [[slot.id for slot in b] for b in outcome.expired_batches] == [
+        ids for ids in batches if ids
+    ]
     assert outcome.skipped_locked_count == skipped

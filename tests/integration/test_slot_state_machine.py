@@ -237,7 +237,12 @@ class SlotLifecycle(RuleBasedStateMachine):
         # The simulated clock runs ahead of the host's at will: its skew is not checked.
         outcome = self._run(
             run_cycle(
-                self.url, batch_size, as_of, clock=self.clock, max_clock_skew_seconds=SIMULATED
+                self.url,
+                batch_size,
+                as_of,
+                clock=self.clock,
+                max_clock_skew_seconds=SIMULATED,
+                witness=True,
             )
         )
 

@@ -25,6 +25,7 @@ from slot_expiration.options import CycleOptions, load_settings
 from slot_expiration.quarantine import PoisonBackoff
 from tests.support.database import LIMITS
 from tests.support.slots import AS_OF
+from tests.support.witness import witnessed
 
 
 @dataclass
@@ -59,9 +60,19 @@ class Outcome:
     # How long the oldest of them had been failing, as the cycle measured it.
     oldest_quarantined: list[float | None] = field(default_factory=list)
 
+    # The rows each committed batch expired, as the database's witness saw them
+    # (tests/support/witness.py: the batch statement returns counts only), when the
+    # cycle ran witnessed; cycles run side by side each see all of them.
+    witnessed_batches: list[list[SlotRef]] | None = None
+
+    @property
+    def expired_batches(self) -> list[list[SlotRef]]:
+        assert self.witnessed_batches is not None, "run_cycle(..., witness=True) says which"
+        return self.witnessed_batches
+
     @property
     def expired(self) -> list[SlotRef]:
-        return [slot for batch in self.batches for slot in batch.expired]
+        return [slot for batch in self.expired_batches for slot in batch]
 
     @property
     def failures(self) -> list[ItemFailure]:
@@ -103,14 +114,12 @@ def make_cycle(
     batch_pause_seconds: float = DEFAULTS.batch_pause_seconds,
     max_clock_skew_seconds: float = DEFAULTS.max_clock_skew_seconds,
     drain_batch_size: int | None = None,  # None: batch_size for every batch
-    collect_slots: bool = True,
     max_replica_lag_seconds: float = 0.0,  # 0: never look at the standbys
     drain_nice_ratio: float = 0.0,
 ) -> ExpiryCycle:
     limits = CycleLimits(
         batch_size=batch_size,
         drain_batch_size=drain_batch_size,
-        collect_slots=collect_slots,
         max_batches=max_batches,
         batch_pause_seconds=batch_pause_seconds,
         backoff=backoff or default_backoff(),
@@ -134,7 +143,10 @@ async def run_cycle(
     clock: Callable[[], datetime] = utc_now,
     stop_requested: Callable[[], bool] | None = None,
     max_clock_skew_seconds: float = DEFAULTS.max_clock_skew_seconds,
+    witness: bool = False,
 ) -> Outcome:
+    """One cycle and what it reported; `witness`: which rows each batch expired, read from
+    the database (tests/support/witness.py), as `Outcome.expired` and `expired_batches`."""
     cycle = make_cycle(
         url,
         batch_size,
@@ -145,4 +157,9 @@ async def run_cycle(
     )
     log = BatchLog()
     run = CycleRun(as_of=as_of, emit=log, stop_requested=stop_requested or (lambda: False))
-    return Outcome(await cycle.run(run), log.batches, log.quarantined, log.oldest_quarantined)
+    if not witness:
+        result = await cycle.run(run)
+        return Outcome(result, log.batches, log.quarantined, log.oldest_quarantined)
+    async with witnessed(url) as seen:
+        result = await cycle.run(run)
+    return Outcome(result, log.batches, log.quarantined, log.oldest_quarantined, seen.batches)

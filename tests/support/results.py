@@ -30,15 +30,14 @@ def failure(slot: SlotRef | None = None, sqlstate: str = "P0001", attempts: int 
 
 
 def batch(
-    expired: int | Sequence[SlotRef] = 0,
+    expired: int = 0,
     failures: Sequence[ItemFailure] = (),
     skipped_locked: int = 0,
     number: int = 1,
 ) -> BatchResult:
-    refs = slot_refs(expired) if isinstance(expired, int) else tuple(expired)
     return BatchResult(
         number=number,
-        expired=refs,
+        expired_count=expired,
         failures=tuple(failures),
         skipped_locked_count=skipped_locked,
         duration_ms=5.0,

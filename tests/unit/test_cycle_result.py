@@ -29,7 +29,7 @@ def _slot() -> SlotRef:
 def _batch(number: int, expired: int, failed: int, skipped_locked: int = 0) -> BatchResult:
     return BatchResult(
         number=number,
-        expired=tuple(_slot() for _ in range(expired)),
+        expired_count=expired,
         failures=tuple(
             ItemFailure(slot=_slot(), sqlstate="23514", message="check violated")
             for _ in range(failed)

@@ -15,7 +15,6 @@ RUN_BY_A_CYCLE = (
     "slot_table_identity",
     "cycle_clock",
     "worker_problems",
-    "expire_batch_counted",
     "expire_batch",
     "lock_batch",
     "check_constraints_immediately",

@@ -12,11 +12,17 @@ from slot_expiration.db.errors import (
     StoreError,
     TransientStoreError,
 )
-from slot_expiration.db.session import ApplicationName, Transaction, TransactionLimits
+from slot_expiration.db.session import (
+    ApplicationName,
+    CommittedThenCancelled,
+    Transaction,
+    TransactionLimits,
+)
 
 __all__ = [
     "ApplicationName",
     "CommitInDoubtError",
+    "CommittedThenCancelled",
     "ErrorFamily",
     "MisconfiguredStoreError",
     "NotQuarantinedError",

@@ -9,6 +9,7 @@ psycopg's connection or errors itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
@@ -129,36 +130,61 @@ class Transaction:
     committed: bool = False
 
 
+class CommittedThenCancelled(asyncio.CancelledError):
+    """A cancellation that arrived while a transaction of one statement ran
+    (Session.committed_record), delivered once its COMMIT had been answered: it
+    committed, and `result` is what its statement returned."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__()
+        self.result = result
+
+
 async def run_to_completion(
-    step: Coroutine[Any, Any, None],
+    step: Coroutine[Any, Any, R],
     abort: Callable[[], Awaitable[None]],
     in_doubt: BaseException | None = None,
     grace_seconds: float = ANSWER_GRACE_SECONDS,
-) -> bool:
-    """Run COMMIT or ROLLBACK even if the caller is cancelled meanwhile.
+    interrupt: Callable[[], Awaitable[None]] | None = None,
+) -> tuple[R, bool]:
+    """Run a step that ends a transaction (COMMIT, ROLLBACK, or a pipeline that ends in
+    COMMIT) even if the caller is cancelled meanwhile.
 
     Once sent, the outcome is decided by the server; abandoning the wait would
     only hide it. But a cancelled caller waits at most `grace_seconds` more:
     then `abort()` closes the connection and `in_doubt` is raised (for COMMIT,
-    whose outcome is then unknown), else the cancellation goes on.
-    Returns whether a cancellation arrived meanwhile: the caller must deliver it.
+    whose outcome is then unknown), else the cancellation goes on. At the first
+    cancellation, `interrupt()` (if given) asks the server to stop a statement
+    still running, so the wait is for its rollback, not for its end.
+    Returns the step's result and whether a cancellation arrived meanwhile: the
+    caller must deliver it. A step that failed raises its error, or, when a
+    cancellation arrived meanwhile, that cancellation (the error its cause): it
+    is never lost behind the step's failure.
     """
     task = asyncio.ensure_future(step)
     cancelled_at: float | None = None
+    interrupting: asyncio.Future[None] | None = None
     loop = asyncio.get_running_loop()
-    while not task.done():
-        timeout = None if cancelled_at is None else cancelled_at + grace_seconds - loop.time()
-        if timeout is not None and timeout <= 0:
-            await abort()
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            raise in_doubt or asyncio.CancelledError()
-        try:
-            await asyncio.wait({task}, timeout=timeout)
-        except asyncio.CancelledError:
-            cancelled_at = cancelled_at or loop.time()  # a second cancel does not restart it
-    task.result()  # the step's own error, if it failed
-    return cancelled_at is not None
+    try:
+        while not task.done():
+            timeout = None if cancelled_at is None else cancelled_at + grace_seconds - loop.time()
+            if timeout is not None and timeout <= 0:
+                await abort()
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise in_doubt or asyncio.CancelledError()
+            try:
+                await asyncio.wait({task}, timeout=timeout)
+            except asyncio.CancelledError:
+                if cancelled_at is None and interrupt is not None:
+                    interrupting = asyncio.ensure_future(interrupt())
+                cancelled_at = cancelled_at or loop.time()  # a second cancel does not restart it
+    finally:
+        if interrupting is not None:
+            await asyncio.gather(interrupting, return_exceptions=True)
+    if cancelled_at is not None and (failure := task.exception()) is not None:
+        raise asyncio.CancelledError from failure
+    return task.result(), cancelled_at is not None  # the step's own error, if it failed
 
 
 class Session:
@@ -370,6 +396,63 @@ class Session:
             async with self.connection.transaction():
                 yield
 
+    async def committed_record(
+        self, name: str, row: Callable[..., R], params: dict[str, Any] | None = None
+    ) -> R:
+        """A transaction of one statement, in one round trip: BEGIN, the transaction's
+        settings, the statement and COMMIT go in one pipeline, and its one row comes
+        back (built by `row`) once the COMMIT is answered. Where the statement or the
+        COMMIT fails, the transaction is rolled back and the error raised: nothing
+        committed.
+
+        Measured (2,000 transactions of a one-row SELECT, 2 runs): 0.26-0.31 ms of the
+        client's CPU each, against 0.51-0.61 ms with COMMIT in a round trip of its own
+        (Session.transaction), and one wait on the network instead of two.
+
+        A cancellation meanwhile asks the server to stop the statement (a COMMIT it
+        already ran stays), waits for the answer (bounded, as run_to_completion), and
+        is then delivered: as CommittedThenCancelled, carrying the row, when it
+        committed. Only on an autocommit session (whose BEGIN is the product's own).
+        """
+        if self._in_transaction or not self._settings.autocommit:
+            raise StoreError(f"statement {name} is a transaction of its own")
+        cursor = self.connection.cursor(row_factory=kwargs_row(row))
+
+        async def round_trip() -> list[R]:
+            async with self.connection.pipeline():
+                await self._send_opening()
+                await cursor.execute(self._statements(name), params)
+                await self.connection.execute(self._statements("commit_transaction"))
+            return await cursor.fetchall()
+
+        doubt = CommitInDoubtError(
+            f"no answer to {name} and its COMMIT within {ANSWER_GRACE_SECONDS:g} s of the "
+            "cancellation: the batch may or may not have committed"
+        )
+        self._in_transaction = True
+        try:
+            with translated():
+                found, cancelled = await run_to_completion(
+                    round_trip(), self.connection.close, doubt, interrupt=self._interrupt
+                )
+        except BaseException as failure:
+            if await self._rollback_quietly():
+                raise asyncio.CancelledError from failure
+            raise
+        finally:
+            self._in_transaction = False
+        if len(found) != 1:
+            raise StoreError(f"statement {name} returned {len(found)} rows, expected 1")
+        if cancelled:
+            raise CommittedThenCancelled(found[0])
+        return found[0]
+
+    async def _interrupt(self) -> None:
+        """Ask the server to cancel the statement this session runs (a cancel request on
+        a connection of its own); one that cannot be sent leaves the grace to decide."""
+        with contextlib.suppress(psycopg.Error):
+            await self.connection.cancel_safe(timeout=ANSWER_GRACE_SECONDS)
+
     async def _commit(self) -> bool:
         """COMMIT; whether a cancellation arrived while it ran."""
         doubt = CommitInDoubtError(
@@ -377,16 +460,25 @@ class Session:
             "the batch may or may not have committed"
         )
         with translated():
-            return await run_to_completion(self.connection.commit(), self.connection.close, doubt)
+            _, cancelled = await run_to_completion(
+                self.connection.commit(), self.connection.close, doubt
+            )
+        return cancelled
 
     async def _rollback_quietly(self) -> bool:
         """ROLLBACK; whether a cancellation arrived while it ran. A broken connection
         cannot roll back: closing it makes the server do it."""
         try:
-            return await run_to_completion(self.connection.rollback(), self.connection.close)
+            _, cancelled = await run_to_completion(
+                self.connection.rollback(), self.connection.close
+            )
         except psycopg.Error:
             await self.connection.close()
             return False
+        except asyncio.CancelledError:  # and the ROLLBACK failed: the server rolls back
+            await self.connection.close()
+            return True
+        return cancelled
 
 
 def connect_sync(

@@ -7,6 +7,11 @@
 -- another transaction changed, where a stricter level would fail them instead.
 BEGIN ISOLATION LEVEL READ COMMITTED;
 
+-- name: commit_transaction
+-- The end of a transaction of one statement, sent in its pipeline
+-- (Session.committed_record).
+COMMIT;
+
 -- name: transaction_settings
 -- The first statement of every transaction: what the product's statements rely
 -- on, set for this transaction alone (local: a pooler in transaction mode hands

@@ -8,6 +8,7 @@ from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any, Final, Protocol
 
+from slot_expiration.db import CommitInDoubtError
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.expiry.events import CycleEnded, CycleStarted, EmitCycleEvent
 from slot_expiration.expiry.failure import CycleFailed, outcome_of
@@ -27,7 +28,8 @@ CANCEL_GRACE_SECONDS: Final = 2.0
 
 
 class _BudgetSpentError(TimeoutError):
-    """The cycle ran past its budget; it was abandoned and its batch rolled back."""
+    """The cycle ran past its budget; it was abandoned and its batch rolled back (or, its
+    COMMIT sent and never answered, left in doubt)."""
 
 
 async def run_cycle(  # noqa: PLR0913 - the clock's two facts and the stop travel apart
@@ -95,10 +97,16 @@ async def _within_budget(work: Coroutine[Any, Any, CycleResult], budget: float) 
         return task.result()
     if await _unwind(task):
         raise asyncio.CancelledError  # stopped while it unwound: the stop wins
-    detail = "" if task.cancelled() else f" ({task.exception()})"
+    error = None if task.cancelled() else task.exception()
+    # A batch whose COMMIT was sent and never answered may have committed at the server.
+    fate = (
+        "may or may not have committed"
+        if isinstance(error, CommitInDoubtError)
+        else ("was rolled back")
+    )
+    detail = "" if error is None else f" ({error})"
     raise _BudgetSpentError(
-        f"the cycle ran past its budget of {budget:g} s and its batch in flight "
-        f"was rolled back{detail}"
+        f"the cycle ran past its budget of {budget:g} s and its batch in flight {fate}{detail}"
     )
 
 

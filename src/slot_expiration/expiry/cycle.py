@@ -12,11 +12,7 @@ from datetime import datetime
 from typing import Final
 from uuid import UUID
 
-from slot_expiration.db import (
-    RowRejectedError,
-    StoreError,
-    Transaction,
-)
+from slot_expiration.db import CommittedThenCancelled, RowRejectedError, StoreError
 from slot_expiration.domain import CycleOutcome, utc_now
 from slot_expiration.expiry.drain import DRAIN_COUNT_CAP, DrainWatch
 from slot_expiration.expiry.events import (
@@ -314,19 +310,14 @@ class ExpiryCycle:
         and neither its pick nor its skipped-row count walks the entries earlier
         batches expired.
         """
-        transaction = Transaction()
         try:
-            async with store.transaction() as transaction:
-                locked = await store.expire_batch(
-                    pending.selection, with_slots=self._limits.collect_slots
-                )
+            locked = await store.expire_batch(pending.selection)
         except RowRejectedError:
             if run.stop_requested():
                 return None
             return await self._row_by_row(store, run, pending)
-        except asyncio.CancelledError:
-            if transaction.committed:
-                pending.record(self._fast(pending, locked))
+        except CommittedThenCancelled as cancel:
+            pending.record(self._fast(pending, cancel.result))
             raise
         batch = self._fast(pending, locked)
         pending.record(batch)
@@ -335,13 +326,12 @@ class ExpiryCycle:
     def _fast(self, pending: _Pending, locked: LockedBatch) -> BatchResult:
         return BatchResult(
             number=pending.number,
-            expired=locked.slots,
+            expired_count=locked.count,
             failures=(),
             skipped_locked_count=locked.skipped_locked_count,
             duration_ms=self._ms_since(pending.started),
             exhausted=locked.window_end is None,
             window_end=locked.window_end,
-            expired_total=locked.taken,
         )
 
     async def _row_by_row(self, store: CycleStore, run: CycleRun, pending: _Pending) -> BatchResult:
@@ -359,7 +349,7 @@ class ExpiryCycle:
     def _slow(self, pending: _Pending, outcome: RowByRowOutcome) -> BatchResult:
         return BatchResult(
             number=pending.number,
-            expired=outcome.expired,
+            expired_count=outcome.expired_count,
             failures=outcome.failures,
             skipped_locked_count=outcome.skipped_locked_count,
             duration_ms=self._ms_since(pending.started),

@@ -29,9 +29,6 @@ class CycleLimits:
     # Drain mode: a batch slower per row than the recent fastest by more than this many
     # times rests the drain (0: never).
     drain_max_slowdown: float = 0.0
-    # Collect each batch's slots and tenants: only a trace records them (logs and
-    # metrics need counts), and returning them costs a batch about 0.7 ms.
-    collect_slots: bool = True
 
     def size_of_batch(self, number: int) -> int:
         """Rows asked for by a cycle's `number`-th batch (1 for the first)."""

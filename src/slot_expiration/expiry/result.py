@@ -1,9 +1,10 @@
 """What a batch and a cycle did, for the logs, the metrics and the `once --json` output.
 
 A cycle runs one batch (the spec's behaviour) or, in drain mode, several; each
-batch is its own transaction. A BatchResult lists what its transaction touched
-(bounded by the batch size); a CycleResult only adds up counts and keeps a few
-sample ids, so it stays small however many rows a cycle drains or fails.
+batch is its own transaction. A BatchResult counts what its transaction expired
+and lists the rows it failed (bounded by the batch size); a CycleResult only adds
+up counts and keeps a few sample ids, so it stays small however many rows a cycle
+drains or fails.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ class BatchResult:
     """One transaction of a cycle: committed whole, with everything it lists."""
 
     number: int  # 1 for the first batch of a cycle
-    expired: tuple[SlotRef, ...]
+    # How many it expired: a count, not the rows (the batch statement returns no ids: the
+    # calendar's table says which rows are Expired; the failures name theirs).
+    expired_count: int
     failures: tuple[ItemFailure, ...]
     skipped_locked_count: int
     duration_ms: float
@@ -54,12 +57,6 @@ class BatchResult:
     # Where its window ended when it was full, (start_at, id) of its last row: the next
     # batch of a drain starts after it.
     window_end: tuple[datetime, UUID] | None = None
-    # How many it expired, when `expired` was not collected (no trace records them).
-    expired_total: int | None = None
-
-    @property
-    def expired_count(self) -> int:
-        return len(self.expired) if self.expired_total is None else self.expired_total
 
     @property
     def failed_count(self) -> int:

@@ -8,7 +8,6 @@ from datetime import datetime
 from uuid import UUID
 
 from slot_expiration.db import RowRejectedError, Transaction
-from slot_expiration.domain import SlotRef
 from slot_expiration.expiry.result import ItemFailure
 from slot_expiration.expiry.store import CycleStore, LockedBatch, Position, Selection
 from slot_expiration.quarantine.backoff import PoisonBackoff
@@ -17,7 +16,7 @@ from slot_expiration.quarantine.store import QuarantineEntry, QuarantineStore
 
 @dataclass(slots=True)
 class RowByRowOutcome:
-    expired: tuple[SlotRef, ...] = ()
+    expired_count: int = 0
     failures: tuple[ItemFailure, ...] = ()
     skipped_locked_count: int = 0
     exhausted: bool = False
@@ -26,7 +25,7 @@ class RowByRowOutcome:
 
 @dataclass(slots=True)
 class _Progress:
-    expired: list[SlotRef] = field(default_factory=list)
+    expired_count: int = 0
     failures: list[ItemFailure] = field(default_factory=list)
     tried: list[UUID] = field(default_factory=list)
     released: list[UUID] = field(default_factory=list)  # expired rows that were quarantined
@@ -65,7 +64,7 @@ class RowByRow:
                 await self._quarantine.record(entries, selection.now)
                 await self._quarantine.release(progress.released, selection.now)
                 outcome = RowByRowOutcome(
-                    expired=tuple(progress.expired),
+                    expired_count=progress.expired_count,
                     failures=tuple(progress.failures),
                     # The last selection's window covers every row before it.
                     skipped_locked_count=locked.skipped_locked_count,
@@ -81,7 +80,7 @@ class RowByRow:
         self, progress: _Progress, selection: Selection, top_up_until: float | None
     ) -> tuple[LockedBatch, int]:
         while True:
-            want = selection.batch_size - len(progress.expired)
+            want = selection.batch_size - progress.expired_count
             wanted = replace(selection, batch_size=want, exclude_ids=tuple(progress.tried))
             locked = await self._store.lock_batch(wanted)
             progress.tried.extend(slot.id for slot in locked.slots)
@@ -98,7 +97,7 @@ class RowByRow:
         for slot, before in zip(locked.slots, locked.previous_attempts, strict=True):
             try:
                 if await self._store.expire_slot(slot.id, as_of):
-                    progress.expired.append(slot)
+                    progress.expired_count += 1
                     if before:
                         progress.released.append(slot.id)
             except RowRejectedError as exc:

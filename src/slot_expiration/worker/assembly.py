@@ -46,7 +46,7 @@ from slot_expiration.schema.version import (
 )
 from slot_expiration.telemetry import LogSink
 from slot_expiration.telemetry.logs import LogEvent
-from slot_expiration.telemetry.traces import traced, tracing, tracing_on
+from slot_expiration.telemetry.traces import traced, tracing
 from slot_expiration.worker.observability import Observability, announce
 
 
@@ -60,7 +60,7 @@ def transaction_limits(options: CycleOptions) -> TransactionLimits:
     )
 
 
-def cycle_limits(options: CycleOptions, *, collect_slots: bool = True) -> CycleLimits:
+def cycle_limits(options: CycleOptions) -> CycleLimits:
     return CycleLimits(
         batch_size=options.batch_size,
         drain_batch_size=options.drain_batch_size,
@@ -72,7 +72,6 @@ def cycle_limits(options: CycleOptions, *, collect_slots: bool = True) -> CycleL
         max_replica_lag_seconds=options.max_replica_lag_seconds,
         drain_nice_ratio=options.drain_nice_ratio,
         drain_max_slowdown=options.drain_max_slowdown,
-        collect_slots=collect_slots,
     )
 
 
@@ -81,9 +80,8 @@ def store_factory(options: CycleOptions) -> StoreFactory:
     return lambda: CycleStore.connect(url, limits, prepare=options.prepared_statements)
 
 
-def build_cycle(options: CycleOptions, *, collect_slots: bool = True) -> ExpiryCycle:
-    """The cycle; `collect_slots` when a trace records each batch's slots and tenants."""
-    return ExpiryCycle(store_factory(options), cycle_limits(options, collect_slots=collect_slots))
+def build_cycle(options: CycleOptions) -> ExpiryCycle:
+    return ExpiryCycle(store_factory(options), cycle_limits(options))
 
 
 def history_sink(options: CycleOptions, on_written: Written | None = None) -> HistorySink:
@@ -190,7 +188,7 @@ async def run_once(
         logs = sink or LogSink(max_clock_skew_seconds=options.max_clock_skew_seconds)
         emit = fan_out(traced(fan_out(logs, history, remember, *extra_sinks), tracer))
         try:
-            cycle = build_cycle(options, collect_slots=tracing_on(tracer))
+            cycle = build_cycle(options)
             return await run_cycle(
                 cycle, emit, options.max_cycle_seconds, as_of, as_of_is_now=as_of_is_now
             )
@@ -207,15 +205,13 @@ def build_loop(
     options: WorkerOptions,
     emit: Sink,
     ticker: Ticker | None = None,
-    *,
-    collect_slots: bool = True,
 ) -> PollingLoop:
     timing = LoopTiming(
         max_cycle_seconds=options.max_cycle_seconds,
         shutdown_grace_seconds=options.shutdown_grace_seconds,
     )
     return PollingLoop(
-        build_cycle(options, collect_slots=collect_slots),
+        build_cycle(options),
         ticker or IntervalTicker(options.interval_seconds),
         emit,
         timing,
@@ -243,7 +239,7 @@ async def run_worker(
         # Listening first: a port already taken fails the start before anything else.
         async with observability.endpoint(options) as url:
             await wait_for_migrate(options)
-            loop = build_loop(options, emit, collect_slots=tracing_on(tracer))
+            loop = build_loop(options, emit)
             emit(LoopStarted(options.interval_seconds, options.batch_size))
             announce(url, on_serving)
             try:
