@@ -399,9 +399,19 @@ class Session:
     async def committed_record(
         self, name: str, row: Callable[..., R], params: dict[str, Any] | None = None
     ) -> R:
+        """The one row of a transaction of one statement (committed_records)."""
+        try:
+            found = await self.committed_records(name, row, params)
+        except CommittedThenCancelled as cancel:
+            raise CommittedThenCancelled(_one(name, cancel.result)) from None
+        return _one(name, found)
+
+    async def committed_records(
+        self, name: str, row: Callable[..., R], params: dict[str, Any] | None = None
+    ) -> list[R]:
         """A transaction of one statement, in one round trip: BEGIN, the transaction's
-        settings, the statement and COMMIT go in one pipeline, and its one row comes
-        back (built by `row`) once the COMMIT is answered. Where the statement or the
+        settings, the statement and COMMIT go in one pipeline, and its rows come back
+        (each built by `row`) once the COMMIT is answered. Where the statement or the
         COMMIT fails, the transaction is rolled back and the error raised: nothing
         committed.
 
@@ -411,7 +421,7 @@ class Session:
 
         A cancellation meanwhile asks the server to stop the statement (a COMMIT it
         already ran stays), waits for the answer (bounded, as run_to_completion), and
-        is then delivered: as CommittedThenCancelled, carrying the row, when it
+        is then delivered: as CommittedThenCancelled, carrying the rows, when it
         committed. Only on an autocommit session (whose BEGIN is the product's own).
         """
         if self._in_transaction or not self._settings.autocommit:
@@ -441,11 +451,9 @@ class Session:
             raise
         finally:
             self._in_transaction = False
-        if len(found) != 1:
-            raise StoreError(f"statement {name} returned {len(found)} rows, expected 1")
         if cancelled:
-            raise CommittedThenCancelled(found[0])
-        return found[0]
+            raise CommittedThenCancelled(found)
+        return found
 
     async def _interrupt(self) -> None:
         """Ask the server to cancel the statement this session runs (a cancel request on
@@ -479,6 +487,12 @@ class Session:
             await self.connection.close()
             return True
         return cancelled
+
+
+def _one(name: str, found: list[R]) -> R:
+    if len(found) != 1:
+        raise StoreError(f"statement {name} returned {len(found)} rows, expected 1")
+    return found[0]
 
 
 def connect_sync(

@@ -222,11 +222,11 @@ class CycleStore:
 
     async def standbys(self) -> list[Standby] | None:
         """The streaming standbys and where their replay is (the drain's throttle), in a
-        transaction of its own; None where the role may not run the function that reads
-        them (`grant` gives it) or the schema has none yet (`migrate` makes it)."""
+        transaction of its own (one round trip); None where the role may not run the
+        function that reads them (`grant` gives it) or the schema has none yet (`migrate`
+        makes it)."""
         try:
-            async with self.session.transaction():
-                return await self.session.records("standbys", Standby)
+            return await self.session.committed_records("standbys", Standby)
         except MisconfiguredStoreError as error:
             if error.sqlstate in {INSUFFICIENT_PRIVILEGE, UNDEFINED_FUNCTION}:
                 return None
