@@ -1,6 +1,7 @@
 """What each part of the program loads, each read in a fresh interpreter: the commands' shared
 error path knows nothing of the embedded server, the command line loads neither Alembic nor the
-OTLP exporter until asked, and the store loads no benchmark code."""
+OTLP exporter until asked, nor aiohttp until an endpoint starts, and the store loads no benchmark
+code."""
 
 from __future__ import annotations
 
@@ -45,3 +46,12 @@ def test_the_cli_loads_neither_alembic_nor_the_otlp_exporter_until_asked() -> No
         if name.split(".")[0] in {"alembic", "sqlalchemy", "jinja2"}
         or name.startswith(("opentelemetry.sdk", "opentelemetry.exporter"))
     }
+
+
+@pytest.mark.parametrize("module", ["slot_expiration.cli.app", "slot_expiration.worker"])
+def test_aiohttp_is_loaded_only_when_an_endpoint_starts(module: str) -> None:
+    # `once`, `status`, `migrate` and the rest serve nothing: aiohttp would be 11 MB of them.
+    loaded = _loaded_after(module)
+
+    assert "slot_expiration.telemetry.http_server" not in loaded
+    assert not {name for name in loaded if name.split(".")[0] == "aiohttp"}

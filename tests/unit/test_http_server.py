@@ -17,12 +17,11 @@ from contextlib import asynccontextmanager
 import pytest
 from structlog.testing import capture_logs
 
+from slot_expiration.telemetry.http_messages import Reply, Request
 from slot_expiration.telemetry.http_server import (
     MAX_HEADERS,
     HttpServer,
     Limits,
-    Reply,
-    Request,
     start_server,
 )
 from tests.support.waiting import eventually

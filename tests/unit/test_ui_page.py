@@ -21,7 +21,7 @@ from slot_expiration.status.check import Level, judge
 from slot_expiration.status.replicas import ReplicaAnswer, Unrecorded
 from slot_expiration.status.report import CycleSummary, Health, Unreadable
 from slot_expiration.status.store import SchemaState
-from slot_expiration.telemetry.http_server import Request
+from slot_expiration.telemetry.http_messages import Request
 from slot_expiration.ui.chart import backlog_chart, nice_ceiling
 from slot_expiration.ui.page import PageOptions, render_page
 from slot_expiration.ui.server import UiPages

@@ -15,20 +15,18 @@ import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.registry import Collector
 
 from slot_expiration.options.listen_address import ListenAddress
-from slot_expiration.telemetry.http_server import (
-    HttpServer,
-    Reply,
-    Request,
-    start_server,
-)
+from slot_expiration.telemetry.http_messages import Reply, Request
 from slot_expiration.telemetry.liveness import LivenessReport
 from slot_expiration.telemetry.readiness import ReadinessReport
+
+if TYPE_CHECKING:
+    from slot_expiration.telemetry.http_server import HttpServer
 
 OK: Final = 200
 UNAVAILABLE: Final = 503
@@ -113,6 +111,11 @@ async def _listen(
     address: ListenAddress,
     on_bad_request: Callable[[], None],
 ) -> HttpServer:
+    # The server, and aiohttp with it, is imported when an endpoint starts: every command
+    # imports this module (its error, its pages), and `once`, `status`, `migrate` and the
+    # others, which serve nothing, peak 11 MB lower without aiohttp (`once`: 69.8 -> 58.3 MB).
+    from slot_expiration.telemetry.http_server import start_server  # noqa: PLC0415
+
     try:
         return await start_server(
             pages.answer, address.host, address.port, on_bad_request=on_bad_request

@@ -32,7 +32,7 @@ import logging
 import os
 import socket
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -40,6 +40,8 @@ import structlog
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.log import server_logger
+
+from slot_expiration.telemetry.http_messages import Reply, Request
 
 # Far below any sane RLIMIT_NOFILE (1024 is the smallest soft limit in use): one
 # Prometheus, a kubelet's probes and a person with curl need a handful.
@@ -66,23 +68,6 @@ _log = structlog.get_logger("slot_expiration")
 class Limits:
     max_connections: int = MAX_CONNECTIONS
     idle_timeout_seconds: float = IDLE_TIMEOUT_SECONDS
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    method: str
-    path: str
-    # Lower-case names; a repeated header's values joined with ", " (RFC 9110 5.3).
-    headers: Mapping[str, str]
-    query: str = ""  # what followed the path's `?`, as sent
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    status: int
-    content_type: str
-    body: bytes
-    headers: tuple[tuple[str, str], ...] = ()
 
 
 Handler = Callable[[Request], Awaitable[Reply]]

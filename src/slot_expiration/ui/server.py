@@ -23,7 +23,8 @@ from slot_expiration.db import StoreError
 from slot_expiration.options.listen_address import ListenAddress
 from slot_expiration.status.check import Verdict, judge
 from slot_expiration.telemetry.endpoints import listen_failure
-from slot_expiration.telemetry.http_server import HttpServer, Reply, Request, start_server
+from slot_expiration.telemetry.http_messages import Reply, Request
+from slot_expiration.telemetry.http_server import HttpServer, start_server
 from slot_expiration.ui import UiServeError
 from slot_expiration.ui.page import PageOptions, render_page, render_unjudged, style_hash
 from slot_expiration.ui.snapshot import UiSnapshot, take_snapshot
