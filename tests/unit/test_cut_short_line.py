@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from slot_expiration.cli.worker_commands import cut_short_line
-from slot_expiration.db import MisconfiguredStoreError
+from slot_expiration.db import CommitInDoubtError, MisconfiguredStoreError
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.expiry import ClockSkewError, CycleFailed, outcome_of
 from slot_expiration.options import CycleOptions, load_settings
@@ -59,6 +59,19 @@ def test_a_drain_past_its_budget_names_the_budget_once() -> None:
     assert line == (
         "the cycle ran past its budget of 30 s: 6000 rows expired in 12 committed batches; "
         "the batch in flight was rolled back"
+    )
+
+
+def test_a_drain_past_its_budget_whose_batch_never_heard_back_says_it_may_have_committed() -> None:
+    doubt = CommitInDoubtError("no answer to expire_batch and its COMMIT within 3 s")
+    overrun = TimeoutError("the cycle ran past its budget of 30 s and …")
+    overrun.__cause__ = doubt
+
+    line = _cut(overrun, 6_000, 12, in_flight=True, outcome=CycleOutcome.BUDGET_EXCEEDED)
+
+    assert line == (
+        "the cycle ran past its budget of 30 s: 6000 rows expired in 12 committed batches; "
+        "the batch in flight may or may not have committed"
     )
 
 

@@ -207,11 +207,10 @@ def cut_short_line(failed: CycleFailed, settings: CycleOptions) -> str:
     committed = f"{count_of(partial.expired_count, 'row')} expired in " + (
         count_of(partial.batches, "committed batch", "committed batches")
     )
-    in_flight = (
-        "the batch in flight was rolled back"
-        if failed.ended.batch_in_flight
-        else "no batch was in flight"
-    )
+    in_flight = "no batch was in flight"
+    if failed.ended.batch_in_flight:
+        fate = "may or may not have committed" if failed.batch_in_doubt else "was rolled back"
+        in_flight = f"the batch in flight {fate}"
     if failed.outcome is CycleOutcome.INTERRUPTED:
         return f"interrupted: {committed}; {in_flight}"
     if failed.outcome is CycleOutcome.BUDGET_EXCEEDED:

@@ -107,7 +107,7 @@ async def _within_budget(work: Coroutine[Any, Any, CycleResult], budget: float) 
     detail = "" if error is None else f" ({error})"
     raise _BudgetSpentError(
         f"the cycle ran past its budget of {budget:g} s and its batch in flight {fate}{detail}"
-    )
+    ) from error
 
 
 async def _unwind(task: asyncio.Task[CycleResult]) -> bool:

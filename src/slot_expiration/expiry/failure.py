@@ -3,7 +3,7 @@ the outcome each cause gives."""
 
 from __future__ import annotations
 
-from slot_expiration.db import ErrorFamily, StoreError
+from slot_expiration.db import CommitInDoubtError, ErrorFamily, StoreError
 from slot_expiration.domain import CycleOutcome
 from slot_expiration.expiry.events import CycleEnded, describe
 
@@ -39,6 +39,17 @@ class CycleFailed(Exception):  # noqa: N818 - named as the end it carries (Cycle
     def error(self) -> BaseException:
         assert self.ended.error is not None
         return self.ended.error
+
+    @property
+    def batch_in_doubt(self) -> bool:
+        """Whether the batch in flight sent its COMMIT and never heard back: it may have
+        committed (else a batch in flight rolled back)."""
+        error: BaseException | None = self.error
+        while error is not None:
+            if isinstance(error, CommitInDoubtError):
+                return True
+            error = error.__cause__
+        return False
 
 
 def outcome_of(error: BaseException) -> CycleOutcome:
