@@ -1,7 +1,8 @@
 """deploy/grafana/calendar-overview.json: a "Background jobs" row whose every PromQL expression
 selects the dashboard's namespace, job and replica, parses (promtool, through a generated rule
 file), names only metrics the worker exports, and reads right at the worker's 5-minute cadence
-(promtool's expression tests on series that step once per cycle)."""
+(promtool's expression tests on series that step once per cycle); its pause panel is red for
+exactly the deployments the pause alert fires for."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from tests.support.dashboard import (
     substitute,
     variable,
 )
-from tests.support.promtool import RUNBOOK_BASE, promtool, runbook_anchors
+from tests.support.promtool import ALERTS, RUNBOOK_BASE, promtool, runbook_anchors
 
 pytestmark = pytest.mark.deploy
 
@@ -103,6 +104,38 @@ def test_every_panel_the_issue_lists_is_in_the_row() -> None:
     assert shown("time() - ", "calendar_slot_expiration_last_success_timestamp_seconds")
     assert shown("by (outcome)", "calendar_slot_expiration_cycles_total")
     assert shown("calendar_slot_expiration_quarantined_slots")
+    assert shown("calendar_slot_expiration_paused", "calendar_slot_expiration_pause_age_seconds")
+    assert shown(
+        "clamp_min(max by (namespace, job) (calendar_slot_expiration_pause_age_seconds",
+        "- calendar_slot_expiration_pause_limit_seconds",
+    )
+    assert shown(
+        "sum by (namespace, job, reason) (rate(calendar_slot_expiration_throttled_seconds_total",
+        "* 60",
+    )
+    assert shown("max by (namespace, job) (calendar_slot_expiration_replica_lag_seconds")
+
+
+def test_every_panel_has_its_own_id_and_place_inside_the_24_columns() -> None:
+    """No two panels share an id (Grafana's links to a panel name it) or overlap (Grafana
+    would push one down, out of the order the panels are written in)."""
+    placed = [(p["id"], p["title"], p["gridPos"]) for p in panels()]
+    ids = [id_ for id_, _, _ in placed]
+
+    assert len(ids) == len(set(ids)), ids
+    for _, title, grid in placed:
+        assert min(grid["x"], grid["y"]) >= 0, title
+        assert min(grid["w"], grid["h"]) > 0, title
+        assert grid["x"] + grid["w"] <= 24, title
+    for i, (_, title, a) in enumerate(placed):
+        for _, other, b in placed[i + 1 :]:
+            apart = (
+                a["x"] + a["w"] <= b["x"]
+                or b["x"] + b["w"] <= a["x"]
+                or a["y"] + a["h"] <= b["y"]
+                or b["y"] + b["h"] <= a["y"]
+            )
+            assert apart, (title, other)
 
 
 def test_variables_choose_the_data_source_then_namespace_job_and_replica_each_within_the_last() -> (
@@ -213,6 +246,8 @@ def _cycle_series(scrape_seconds: int, minutes: int) -> list[dict[str, str]]:
     return [
         series("items_total", 500),
         series("cycles_total", 1, ',outcome="success"'),
+        # Each cycle's drain rests 50 s in all after its batches (a nice ratio).
+        series("throttled_seconds_total", 50, ',reason="nice"'),
         *(
             series(
                 "cycle_duration_seconds_bucket",
@@ -232,9 +267,14 @@ def _observed(le: str, seconds: float) -> int:
 # Per panel: how its value reads right at a cycle every 5 minutes, and the labels of its one
 # series. A window of a bit more than two cycles holds two steps of the counters, or three for
 # as long as it is longer than two cycles (15 or 30 s of each 5 minutes): expired per minute
-# reads 95-98, or 143-146 then; never 0, never 500. Quantiles: a number, never NaN.
+# reads 95-98, or 143-146 then; never 0, never 500 (throttled seconds per minute a tenth of
+# that: about 10, never 0, never 50). Quantiles: a number, never NaN.
 _READS_RIGHT = {
     "rate(calendar_slot_expiration_items_total": ("(({e}) > bool 50) * (({e}) < bool 150)", "{}"),
+    "rate(calendar_slot_expiration_throttled_seconds_total": (
+        "(({e}) > bool 5) * (({e}) < bool 15)",
+        '{namespace="calendar",job="slot-expiration",reason="nice"}',
+    ),
     "rate(calendar_slot_expiration_cycles_total": (
         "(({e}) > bool 6) * (({e}) < bool 18)",
         '{outcome="success"}',
@@ -326,7 +366,30 @@ def _panel(title_part: str) -> dict[str, Any]:
     return found
 
 
-@pytest.mark.parametrize("title", ["seconds since last success", "slots in quarantine"])
+def _field_config(panel: dict[str, Any], ref_id: str) -> dict[str, Any]:
+    """The field config of what one query of a panel returns: the defaults, then the
+    properties of each override that matches the query (each replaces the default's value)."""
+    config = dict(panel["fieldConfig"]["defaults"])
+    for override in panel["fieldConfig"]["overrides"]:
+        if override["matcher"] == {"id": "byFrameRefID", "options": ref_id}:
+            config.update({p["id"]: p["value"] for p in override["properties"]})
+    return config
+
+
+def _shown(config: dict[str, Any], value: float) -> tuple[str | None, str]:
+    """The text (None: the value itself) and colour a stat shows for a value: the first value
+    mapping that holds it, else the colour of the highest threshold step at or below it."""
+    key = f"{value:g}"  # as JavaScript's String(value) writes an integer
+    for mapping in config["mappings"]:
+        if mapping["type"] == "value" and key in mapping["options"]:
+            result = mapping["options"][key]
+            return result["text"], result["color"]
+    steps = config["thresholds"]["steps"]
+    reached = [s for s in steps if s["value"] is None or value >= s["value"]]
+    return None, reached[-1]["color"]
+
+
+@pytest.mark.parametrize("title", ["seconds since last success", "slots in quarantine", "paused"])
 def test_current_values_are_read_now_and_say_so_in_red_when_no_replica_reports(
     title: str,
 ) -> None:
@@ -334,16 +397,16 @@ def test_current_values_are_read_now_and_say_so_in_red_when_no_replica_reports(
     scrape fails or the target goes away), so the panel shows no data, in red, and never the
     last value of the range frozen in green."""
     panel = _panel(title)
-    defaults = panel["fieldConfig"]["defaults"]
-    (target,) = panel["targets"]
 
-    assert target["instant"] is True
-    assert target["range"] is False
-    assert "_over_time(" not in target["expr"]
-    assert defaults["noValue"]
-    (nothing,) = [m for m in defaults["mappings"] if m["type"] == "special"]
-    assert nothing["options"]["match"] == "null"
-    assert nothing["options"]["result"]["color"] == "red"
+    assert panel["fieldConfig"]["defaults"]["noValue"]
+    for target in panel["targets"]:
+        config = _field_config(panel, target["refId"])
+        assert target["instant"] is True
+        assert target["range"] is False
+        assert "_over_time(" not in target["expr"]
+        (nothing,) = [m for m in config["mappings"] if m["type"] == "special"]
+        assert nothing["options"]["match"] == "null"
+        assert nothing["options"]["result"]["color"] == "red"
 
 
 def test_seconds_since_last_success_goes_red_at_the_alerts_30_minutes() -> None:
@@ -446,3 +509,97 @@ def test_seconds_since_last_success_tells_replicas_without_a_success_from_no_rep
     assert mapping["options"]["-1"]["text"] == "no success since start"
     assert mapping["options"]["-1"]["color"] == "red"
     assert defaults["noValue"] == "no replica reports"
+
+
+# Per deployment (job): each replica's (paused, pause age, pause limit) as its last cycle read
+# them; what the pause panel reads ("paused for", "past its limit"); whether
+# SlotExpirationPausedTooLong fires.
+_PAUSES = {
+    "running": ([(0, 0, 0), (0, 0, 0)], -1, 0, False),
+    # `pause --for 30m`, 20 minutes ago; the second replica read it at its tick before.
+    "within-its-end": ([(1, 1200, 1800), (1, 1150, 1800)], 1200, 0, False),
+    "at-its-end": ([(1, 1800, 1800)], 1800, 0, False),
+    "past-its-end": ([(1, 2100, 1800), (1, 2050, 1800)], 2100, 300, True),
+    # `pause` with no end: 4 hours.
+    "no-end-past-4-hours": ([(1, 14700, 14400)], 14700, 300, True),
+    "no-end-within-4-hours": ([(1, 7200, 14400)], 7200, 0, False),
+    # The pause began as one replica read it; the other has not ticked since.
+    "read-by-one-replica": ([(1, 0, 1800), (0, 0, 0)], 0, 0, False),
+}
+
+
+def test_the_pause_panel_says_how_long_each_deployment_is_paused_red_as_the_alert_fires(
+    tmp_path: Path,
+) -> None:
+    """promtool evaluates the panel's two queries and the shipped alert rules on the same
+    series: "paused for" reads the age of the pause in force ("not paused", in green, when no
+    replica's last cycle found one; orange while it holds, even 0 s old), "past its limit" how
+    long it has outlived its end or 4 hours ("no" until then), and is red for exactly the
+    deployments SlotExpirationPausedTooLong fires for."""
+    panel = _panel("paused")
+    targets = {t["refId"]: t for t in panel["targets"]}
+    names = ("paused", "pause_age_seconds", "pause_limit_seconds")
+    series = [
+        {
+            "series": f'calendar_slot_expiration_{name}{{namespace="calendar",job="{job}",'
+            f'instance="{replica}"}}',
+            "values": f"{value}x10",
+        }
+        for job, (replicas, _, _, _) in _PAUSES.items()
+        for replica, read in enumerate(replicas)
+        for name, value in zip(names, read, strict=True)
+    ]
+
+    def read(ref_id: str, column: int) -> dict[str, Any]:
+        expression = substitute(
+            targets[ref_id]["expr"], ALL, rate_interval_seconds=300, range_seconds=3600
+        )
+        return {
+            "expr": expression,
+            "eval_time": "5m",
+            "exp_samples": [
+                {"labels": f'{{namespace="calendar",job="{job}"}}', "value": case[column]}
+                for job, case in _PAUSES.items()
+            ],
+        }
+
+    firing = [job for job, case in _PAUSES.items() if case[3]]
+    test = {
+        "rule_files": [str(ALERTS)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    read("A", 1),
+                    read("B", 2),
+                    {
+                        "expr": 'ALERTS{alertname="SlotExpirationPausedTooLong"}',
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {
+                                "labels": 'ALERTS{alertname="SlotExpirationPausedTooLong",'
+                                f'alertstate="firing",namespace="calendar",job="{job}",'
+                                'severity="warning"}',
+                                "value": 1,
+                            }
+                            for job in firing
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
+    (tmp_path / "pause_test.yml").write_text(json.dumps(test), encoding="utf-8")
+
+    tested = promtool("test", "rules", "pause_test.yml", cwd=tmp_path)
+
+    assert tested.returncode == 0, tested.output
+    paused_for, past_its_limit = _field_config(panel, "A"), _field_config(panel, "B")
+    assert paused_for["unit"] == past_its_limit["unit"] == "s"
+    for job, (_, age, past, fires) in _PAUSES.items():
+        expected = ("not paused", "green") if age == -1 else (None, "orange")
+        assert _shown(paused_for, age) == expected, job
+        assert _shown(past_its_limit, past) == ((None, "red") if fires else ("no", "green")), job
+    assert [link["url"].partition("#")[2] for link in panel["links"]] == ["the-worker-is-paused"]
