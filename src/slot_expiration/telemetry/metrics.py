@@ -219,7 +219,8 @@ class Metrics:
         self.throttled = Counter(
             f"{PREFIX}_throttled_seconds",
             "Seconds a drain waited between its batches, by why: a standby too far behind "
-            "(replica_lag), the rest after each batch (nice).",
+            "(replica_lag), the rest after each batch (nice), a batch slower than the "
+            "drain's recent fastest (load).",
             ["reason"],
             registry=registry,
         )
