@@ -37,13 +37,19 @@ class ClockedCycles:
     backoff: PoisonBackoff = field(default_factory=default_backoff)
     now: datetime = AS_OF
     ticks: list[Tick] = field(default_factory=list)
+    witness: bool = False  # each outcome says which rows it expired (tests/support/witness.py)
 
     async def tick(self) -> Outcome:
         """One cycle at the current moment; the clock then moves on one interval."""
         moment = self.now
         started = time.monotonic()
         outcome = await run_cycle(
-            self.url, self.batch_size, as_of=moment, clock=lambda: moment, backoff=self.backoff
+            self.url,
+            self.batch_size,
+            as_of=moment,
+            clock=lambda: moment,
+            backoff=self.backoff,
+            witness=self.witness,
         )
         self.ticks.append(Tick(moment, outcome, time.monotonic() - started))
         self.now = moment + INTERVAL

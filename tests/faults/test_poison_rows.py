@@ -59,7 +59,7 @@ async def test_a_poison_row_anywhere_in_a_batch_holds_back_nothing_and_expires_o
     poison = slots[index]
     await db.install_poison_trigger([poison.id], "P0001")
     books = await FaultBooks.open(db, slots, record_fault)
-    worker = ClockedCycles(db.url, BATCH)
+    worker = ClockedCycles(db.url, BATCH, witness=True)
 
     for _ in range(3):  # t = 0, 300 (its first retry), 600 (quarantined until 900)
         await worker.tick()
@@ -91,7 +91,7 @@ async def test_a_batch_of_only_poison_rows_is_quarantined_whole_and_expires_once
     slots = await db.insert(past_slots(BATCH))
     await db.install_poison_trigger(ids(slots), "P0001")
     books = await FaultBooks.open(db, slots, record_fault)
-    worker = ClockedCycles(db.url, BATCH)
+    worker = ClockedCycles(db.url, BATCH, witness=True)
 
     for _ in range(3):
         await worker.tick()
@@ -123,7 +123,7 @@ async def test_more_poison_rows_at_the_head_than_three_batches_leave_the_rate_un
     poison, healthy = slots[:35], slots[35:]  # 35 poison rows: more than 3 batches of 10
     await db.install_poison_trigger(ids(poison), "P0001")
     books = await FaultBooks.open(db, slots, record_fault)
-    worker = ClockedCycles(db.url, BATCH)
+    worker = ClockedCycles(db.url, BATCH, witness=True)
 
     first, second = await worker.tick(), await worker.tick()
     await fix_the_data(db)

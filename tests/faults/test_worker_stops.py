@@ -34,18 +34,21 @@ async def test_sigkill_mid_batch_loses_nothing_and_a_new_worker_expires_each_row
     db: SlotDatabase, secret_url: str, record_fault: Record
 ) -> None:
     books = await FaultBooks.open(db, await db.insert(overdue(BACKLOG)), record_fault)
-    await db.install_gate_trigger()
-    await db.close_gate()
+    # A wait inside the UPDATE that no lock_timeout ends: only the server finding its
+    # client gone stops it before the cycle's budget (statement_timeout) would.
+    await db.install_spin_gate()
 
     async with started(*run_args(secret_url, batch_size=BATCH)) as victim:
-        await victim.until(lambda: waiting_on_gate(db), "the batch waiting on the gate")
+        await victim.until(db.worker_spinning, "the batch spinning inside its UPDATE")
         await books.strike(db)
         victim.send_signal(signal.SIGKILL)
         killed = await victim.wait()
-    # Its backend still holds the batch's row locks; once its UPDATE can go on it
-    # finds no client and rolls back. Nothing waits for that: the new worker passes
-    # over those rows (SKIP LOCKED) until they are free.
-    await db.open_gate()
+    # Its batch's COMMIT is already queued at the server (it went with the statement, in
+    # one round trip), but its backend checks that its client is still there while the
+    # statement runs (client_connection_check_interval): it finds none, aborts, and rolls
+    # back, without the gate opening.
+    await eventually(lambda: no_worker_left(db), "the killed worker's backend gone")
+    await db.open_spin_gate()
     relaunched = time.monotonic()
     async with started(*run_args(secret_url, batch_size=BATCH)) as successor:
         recovery = await books.drain_time(db, [successor], relaunched)
@@ -56,8 +59,8 @@ async def test_sigkill_mid_batch_loses_nothing_and_a_new_worker_expires_each_row
         await db.rows(),
         [killed, done],
         fault="worker killed mid-batch (SIGKILL)",
-        injection=f"SIGKILL while its batch of {BATCH} waits inside the UPDATE (gate trigger); "
-        "a new worker started",
+        injection=f"SIGKILL while its batch of {BATCH} waits inside the UPDATE (a trigger "
+        "spinning on pg_sleep, no lock a lock_timeout would end); a new worker started",
         recovery=recovery,
         note=RESTART_NOTE,
     )

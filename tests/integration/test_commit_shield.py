@@ -53,30 +53,12 @@ async def test_cancelling_while_the_batch_statement_runs_rolls_it_back_at_once(
     still runs asks the server to cancel it, so nothing commits, not even once it could."""
     slots = await db.insert(past_slots(8))
     before = await db.rows()
-    # Every UPDATE spins until the gate opens: inside the statement, and no lock wait a
-    # lock_timeout would end (only a cancel from the worker stops it).
-    await db.execute("CREATE TABLE spin_gate_open (open boolean)")
-    await db.execute(
-        "CREATE FUNCTION spin_gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-        "WHILE NOT EXISTS (SELECT FROM spin_gate_open) LOOP PERFORM pg_sleep(0.01); END LOOP; "
-        "RETURN NEW; END $$"
-    )
-    await db.execute(
-        "CREATE TRIGGER spin_gate BEFORE UPDATE ON availability_slots "
-        "FOR EACH ROW EXECUTE FUNCTION spin_gate()"
-    )
+    await db.install_spin_gate()  # inside the statement; no lock_timeout ends it
     log = BatchLog()
     cycle = make_cycle(db.url, batch_size=100)
     task = asyncio.create_task(cycle.run(CycleRun(as_of=AS_OF, emit=log)))
 
-    async def updating() -> bool:
-        cursor = await db.conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'slot-expiration' "
-            "AND state = 'active' AND query LIKE '%%SKIP LOCKED%%'"
-        )
-        return await cursor.fetchone() == (1,)
-
-    await eventually(updating)
+    await eventually(db.worker_spinning)
     task.cancel()
     with pytest.raises(asyncio.CancelledError) as cancelled:
         await task

@@ -168,6 +168,32 @@ class SlotDatabase:
     async def open_gate(self) -> None:
         await self.conn.execute(f"SELECT pg_advisory_unlock({GATE_KEY})")
 
+    async def install_spin_gate(self) -> None:
+        """Every UPDATE of a slot spins (pg_sleep) until the spin gate opens: a wait inside
+        the statement that no lock_timeout ends, only a cancel, the statement's own limit,
+        or the server finding its client gone."""
+        await self.conn.execute("CREATE TABLE spin_gate_open (open boolean)")
+        await self.conn.execute(
+            "CREATE FUNCTION spin_gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "WHILE NOT EXISTS (SELECT FROM spin_gate_open) LOOP PERFORM pg_sleep(0.01); "
+            "END LOOP; RETURN NEW; END $$"
+        )
+        await self.conn.execute(
+            "CREATE TRIGGER spin_gate BEFORE UPDATE ON availability_slots "
+            "FOR EACH ROW EXECUTE FUNCTION spin_gate()"
+        )
+
+    async def open_spin_gate(self) -> None:
+        await self.conn.execute("INSERT INTO spin_gate_open VALUES (true)")
+
+    async def worker_spinning(self) -> bool:
+        """Whether a worker's batch statement spins at the spin gate."""
+        cursor = await self.conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'slot-expiration' "
+            "AND state = 'active' AND query LIKE '%%SKIP LOCKED%%'"
+        )
+        return await cursor.fetchone() == (1,)
+
 
 @asynccontextmanager
 async def rows_locked(url: str, slot_ids: Sequence[UUID]) -> AsyncIterator[None]:

@@ -30,6 +30,10 @@ COMMIT;
 --   make the calendar's own commits queue behind theirs. Measured
 --   (docs/benchmarks.md, b): a drain of 200,000 in 4.08 s against 4.49 s waiting
 --   for each flush, faster in each of five rounds by 0.6-1.3 ms a batch.
+-- - client_connection_check_interval (PostgreSQL 14 and later): a statement
+--   whose client is gone (a worker killed mid-batch) is aborted within a second,
+--   not run to its end; a healthy batch sends its COMMIT with its statement, in
+--   one round trip, so without this check the server would still commit it.
 -- Set after connecting, so the URL's other `options` are kept.
 SELECT
     set_config('TimeZone', 'UTC', true),
@@ -44,4 +48,6 @@ SELECT
     set_config('lock_timeout', coalesce(%(lock_timeout)s, current_setting('lock_timeout')), true),
     set_config('synchronous_commit',
                coalesce(%(synchronous_commit)s, current_setting('synchronous_commit')), true),
-    CASE WHEN %(read_only)s THEN set_config('transaction_read_only', 'on', true) END;
+    CASE WHEN %(read_only)s THEN set_config('transaction_read_only', 'on', true) END,
+    CASE WHEN current_setting('server_version_num')::int >= 140000
+         THEN set_config('client_connection_check_interval', '1000', true) END;
