@@ -1,7 +1,8 @@
 """The worker's repository: one cycle's selection, expiry, preflight and counts.
 
-It runs the named statements of cycle.sql on a Session (session.py), which
-translates the driver's errors, and turns rows into frozen values. The
+It runs the named statements of expiry.sql on a Session (db/session.py), which
+translates the driver's errors, and turns rows into frozen values; a healthy batch
+is a transaction of its own in one round trip (Session.committed_record). The
 quarantine's statements run on the same session (QuarantineStore(store.session)).
 """
 
