@@ -143,7 +143,7 @@ class CommittedThenCancelled(asyncio.CancelledError):
 async def run_to_completion(
     step: Coroutine[Any, Any, R],
     abort: Callable[[], Awaitable[None]],
-    in_doubt: BaseException | None = None,
+    in_doubt: Callable[[], BaseException] | None = None,
     grace_seconds: float = ANSWER_GRACE_SECONDS,
     interrupt: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[R, bool]:
@@ -152,7 +152,7 @@ async def run_to_completion(
 
     Once sent, the outcome is decided by the server; abandoning the wait would
     only hide it. But a cancelled caller waits at most `grace_seconds` more:
-    then `abort()` closes the connection and `in_doubt` is raised (for COMMIT,
+    then `abort()` closes the connection and `in_doubt()` is raised (for COMMIT,
     whose outcome is then unknown), else the cancellation goes on. At the first
     cancellation, `interrupt()` (if given) asks the server to stop a statement
     still running, so the wait is for its rollback, not for its end.
@@ -172,7 +172,7 @@ async def run_to_completion(
                 await abort()
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
-                raise in_doubt or asyncio.CancelledError()
+                raise asyncio.CancelledError() if in_doubt is None else in_doubt()
             try:
                 await asyncio.wait({task}, timeout=timeout)
             except asyncio.CancelledError:
@@ -259,10 +259,7 @@ class Session:
         self, name: str, row: Callable[..., R], params: dict[str, Any] | None = None
     ) -> R:
         """The one row a statement returns (an aggregate, say), built by `row`."""
-        found = await self.records(name, row, params)
-        if len(found) != 1:
-            raise StoreError(f"statement {name} returned {len(found)} rows, expected 1")
-        return found[0]
+        return _one(name, await self.records(name, row, params))
 
     async def column(self, name: str, params: dict[str, Any] | None = None) -> list[Any]:
         """The one column of a statement's rows (ids it returns, say)."""
@@ -270,10 +267,7 @@ class Session:
 
     async def row(self, name: str, params: dict[str, Any] | None = None) -> tuple[Any, ...]:
         """The one row a statement returns (an aggregate, say)."""
-        rows = await self.rows(name, params)
-        if len(rows) != 1:
-            raise StoreError(f"statement {name} returned {len(rows)} rows, expected 1")
-        return rows[0]
+        return _one(name, await self.rows(name, params))
 
     async def value(self, name: str, params: dict[str, Any] | None = None) -> Any:
         return (await self.row(name, params))[0]
@@ -335,17 +329,9 @@ class Session:
         apart from the statement's.
         """
         outcome = Transaction()
-        try:
-            self._in_transaction = True
+        async with self._rolled_back_on_failure():
             self._opening_pending = True  # sent with the first statement (_run)
             yield outcome
-        except BaseException as failure:
-            if await self._rollback_quietly():
-                raise asyncio.CancelledError from failure
-            raise
-        finally:
-            self._in_transaction = False
-            self._opening_pending = False
         if dry_run:
             if await self._rollback_quietly():
                 raise asyncio.CancelledError
@@ -435,25 +421,35 @@ class Session:
                 await self.connection.execute(self._statements("commit_transaction"))
             return await cursor.fetchall()
 
-        doubt = CommitInDoubtError(
-            f"no answer to {name} and its COMMIT within {ANSWER_GRACE_SECONDS:g} s of the "
-            "cancellation: the batch may or may not have committed"
-        )
-        self._in_transaction = True
-        try:
+        def doubt() -> CommitInDoubtError:
+            return CommitInDoubtError(
+                f"no answer to {name} and its COMMIT within {ANSWER_GRACE_SECONDS:g} s of the "
+                "cancellation: the batch may or may not have committed"
+            )
+
+        async with self._rolled_back_on_failure():
             with translated():
                 found, cancelled = await run_to_completion(
                     round_trip(), self.connection.close, doubt, interrupt=self._interrupt
                 )
+        if cancelled:
+            raise CommittedThenCancelled(found)
+        return found
+
+    @asynccontextmanager
+    async def _rolled_back_on_failure(self) -> AsyncIterator[None]:
+        """Inside a transaction: whatever fails in it rolls it back, and a cancellation that
+        arrives during the ROLLBACK is delivered (the failure its cause)."""
+        self._in_transaction = True
+        try:
+            yield
         except BaseException as failure:
             if await self._rollback_quietly():
                 raise asyncio.CancelledError from failure
             raise
         finally:
             self._in_transaction = False
-        if cancelled:
-            raise CommittedThenCancelled(found)
-        return found
+            self._opening_pending = False
 
     async def _interrupt(self) -> None:
         """Ask the server to cancel the statement this session runs (a cancel request on
@@ -463,10 +459,13 @@ class Session:
 
     async def _commit(self) -> bool:
         """COMMIT; whether a cancellation arrived while it ran."""
-        doubt = CommitInDoubtError(
-            f"no answer to COMMIT within {ANSWER_GRACE_SECONDS:g} s of the cancellation: "
-            "the batch may or may not have committed"
-        )
+
+        def doubt() -> CommitInDoubtError:
+            return CommitInDoubtError(
+                f"no answer to COMMIT within {ANSWER_GRACE_SECONDS:g} s of the cancellation: "
+                "the batch may or may not have committed"
+            )
+
         with translated():
             _, cancelled = await run_to_completion(
                 self.connection.commit(), self.connection.close, doubt
