@@ -199,13 +199,48 @@ def test_every_expression_parses_with_promtool(tmp_path: Path) -> None:
     assert f"SUCCESS: {len(expressions())} rules found" in checked.output
 
 
+def _exported() -> set[str]:
+    """Every series name the worker exports, a labelled counter's too before its first
+    series (the sink failures: each sink's series is created as `run` wires it)."""
+    registry = Metrics().registry
+    return exported_metric_names(registry) | {
+        f"{family.name}_total"
+        for family in registry.collect()
+        if family.type == "counter" and not family.samples
+    }
+
+
 @pytest.mark.parametrize("expression", expressions())
 def test_every_expression_names_only_metrics_the_worker_exports(expression: str) -> None:
-    exported = exported_metric_names(Metrics().registry)
+    exported = _exported()
     named = metric_names(as_promql(expression))
 
     assert named, expression
     assert named <= exported, f"{named - exported} not exported by the worker"
+
+
+# Exported but drawn on no panel, each for a reason: the histogram's sum and count (its
+# buckets give the quantiles), and the process collector's standard series, of which the
+# replicas table shows resident memory.
+_NOT_DRAWN = {
+    "calendar_slot_expiration_cycle_duration_seconds_count",
+    "calendar_slot_expiration_cycle_duration_seconds_sum",
+    "process_cpu_seconds_total",
+    "process_max_fds",
+    "process_open_fds",
+    "process_start_time_seconds",
+    "process_virtual_memory_bytes",
+}
+
+
+def test_every_metric_the_worker_exports_is_drawn_on_a_panel() -> None:
+    """What the worker measures reaches the on-call view; a new metric without a panel fails
+    here (or is added to _NOT_DRAWN, with why)."""
+    exported = _exported()
+    drawn = {name for expression in expressions() for name in metric_names(as_promql(expression))}
+
+    assert exported >= _NOT_DRAWN  # each exemption still names an exported series
+    assert exported - _NOT_DRAWN - drawn == set()
 
 
 def test_a_chosen_replica_is_written_as_grafana_escapes_it_for_prometheus() -> None:
@@ -389,7 +424,17 @@ def _shown(config: dict[str, Any], value: float) -> tuple[str | None, str]:
     return None, reached[-1]["color"]
 
 
-@pytest.mark.parametrize("title", ["seconds since last success", "slots in quarantine", "paused"])
+@pytest.mark.parametrize(
+    "title",
+    [
+        "seconds since last success",
+        "slots in quarantine",
+        "paused",
+        "backlog counted up to its cap",
+        "oldest slot in quarantine",
+        "tick interval",
+    ],
+)
 def test_current_values_are_read_now_and_say_so_in_red_when_no_replica_reports(
     title: str,
 ) -> None:

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from uuid import uuid4
 
+from opentelemetry.trace import NoOpTracer
 from structlog.testing import capture_logs
 
 from slot_expiration.expiry import BatchStarted
 from slot_expiration.loop import Event, SinkFailures, fan_out
 from slot_expiration.loop.events import SINK_FAILED
+from slot_expiration.telemetry.liveness import Liveness
+from slot_expiration.telemetry.metrics import PREFIX, Metrics
+from slot_expiration.telemetry.readiness import Readiness
+from slot_expiration.worker.observability import Observability
 
 
 class Raising:
@@ -44,3 +49,25 @@ def test_reporting_a_failure_never_raises_even_when_logging_itself_fails() -> No
     emit = fan_out(Raising(), on_failure=SinkFailures(count=broken_count))
 
     emit(BatchStarted(uuid4(), 1))  # nothing escapes
+
+
+async def _no_revision() -> str | None:
+    return None
+
+
+def test_each_sink_of_the_worker_exports_its_failures_from_zero_and_counts_each() -> None:
+    """Series from 0, so that rate() sees a sink's first failure and the dashboard's sink
+    panel reads 0 (not no data) while none fails."""
+    metrics = Metrics()
+    observability = Observability(
+        metrics, Liveness(300.0, 240.0), Readiness(_no_revision, None), NoOpTracer()
+    )
+    emit = observability.sink([Raising()])
+    failures = f"{PREFIX}_sink_failures_total"
+
+    for sink in ("Raising", "Metrics", "Liveness", "Readiness"):
+        assert metrics.registry.get_sample_value(failures, {"sink": sink}) == 0, sink
+    emit(BatchStarted(uuid4(), 1))
+    emit(BatchStarted(uuid4(), 2))
+    assert metrics.registry.get_sample_value(failures, {"sink": "Raising"}) == 2
+    assert metrics.registry.get_sample_value(failures, {"sink": "Metrics"}) == 0

@@ -10,6 +10,7 @@ from slot_expiration.loop.events import (
     SinkFailures,
     TickSkipped,
     fan_out,
+    sink_name,
 )
 from slot_expiration.loop.polling_loop import LoopStats, LoopTiming, PollingLoop
 from slot_expiration.loop.signals import (
@@ -37,6 +38,7 @@ __all__ = [
     "Ticker",
     "cancel_on_signals",
     "fan_out",
+    "sink_name",
     "stop_on_signals",
     "terminate_as_interrupt",
     "wait_or_stop",
