@@ -31,6 +31,7 @@ ALERT_NAMES = (
     "SlotExpirationItemErrors",
     "SlotExpirationMisconfigured",
     "SlotExpirationPausedTooLong",
+    "SlotExpirationSinkFailing",
 )
 # What the no-success alert reads: each deployment's last success and interval, remembered;
 # what the not-reporting alert reads: each deployment's targets, remembered.
@@ -163,11 +164,12 @@ def test_promtool_rule_tests_show_each_alert_firing_and_not_firing() -> None:
 
 
 NO_SUCCESS, NOT_REPORTING = "SlotExpirationNoSuccessfulCycle", "SlotExpirationNotReporting"
-BACKLOG, ITEMS, MISCONFIGURED, PAUSED = (
+BACKLOG, ITEMS, MISCONFIGURED, PAUSED, SINKS = (
     "SlotExpirationBacklogHigh",
     "SlotExpirationItemErrors",
     "SlotExpirationMisconfigured",
     "SlotExpirationPausedTooLong",
+    "SlotExpirationSinkFailing",
 )
 WHILE_PAUSED = (
     "\n          unless on (namespace, job)\n"
@@ -379,6 +381,14 @@ MUTATIONS = {
         PAUSED,
         "max by (namespace, job) (\n            calendar_slot_expiration_pause_age_seconds",
         "max(\n            calendar_slot_expiration_pause_age_seconds",
+    ),
+    # SlotExpirationSinkFailing
+    "sink failing at the first burst": (SINKS, "    for: 30m", "    for: 0m"),
+    "sink failing never": (SINKS, "[15m])) > 0", "[15m])) > 1000"),
+    "sink failing across deployments": (
+        SINKS,
+        "sum by (namespace, job) (increase(calendar_slot_expiration_sink_failures_total",
+        "sum(increase(calendar_slot_expiration_sink_failures_total",
     ),
 }
 

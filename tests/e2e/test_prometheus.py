@@ -116,6 +116,7 @@ async def _scraped_and_evaluated(server: Prometheus, target: str) -> None:
         "SlotExpirationItemErrors",
         "SlotExpirationMisconfigured",
         "SlotExpirationPausedTooLong",
+        "SlotExpirationSinkFailing",
     }
     assert {rule["health"] for rule in rules.values()} == {"ok"}, rules
 
