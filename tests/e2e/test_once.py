@@ -214,6 +214,31 @@ async def test_once_stopped_by_a_signal_mid_batch_rolls_back_and_releases_its_lo
     assert await db.rows() == before
 
 
+async def test_an_interrupted_drain_says_what_is_left_of_its_count_and_how_to_go_on(
+    db: SlotDatabase, secret_url: str
+) -> None:
+    await db.insert(past_slots(5))
+    await db.install_gate_trigger()
+    await db.close_gate()  # its first batch waits: the drain has counted 5, expired none
+
+    async def waiting() -> bool:
+        return await db.worker_sessions(waiting_on_gate=True) == 1
+
+    drain = ("--max-batches-per-cycle", "0", "--batch-size", "2")
+    async with started(
+        "once", *drain, "--as-of", AS_OF.isoformat(), "--database-url", secret_url
+    ) as worker:
+        await worker.until(waiting, "the drain's first batch waiting on the gate")
+        worker.send_signal(signal.SIGINT)
+        done = await worker.wait()
+
+    assert done.returncode == 130, done.describe()
+    assert done.stderr.splitlines()[-1] == (
+        "slot-expiration: error: interrupted: 0 rows expired in 0 committed batches; the batch "
+        "in flight was rolled back; about 5 left: run again to go on"
+    ), done.describe()
+
+
 async def test_once_accepts_a_future_as_of_only_with_the_explicit_flag(
     db: SlotDatabase, secret_url: str
 ) -> None:

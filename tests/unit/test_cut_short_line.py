@@ -4,15 +4,25 @@ committed before, and whether a batch was in flight."""
 from __future__ import annotations
 
 import asyncio
+from uuid import uuid4
 
 import pytest
 
+from slot_expiration.cli.progress import DrainSeen
 from slot_expiration.cli.worker_commands import cut_short_line
 from slot_expiration.db import CommitInDoubtError, MisconfiguredStoreError
 from slot_expiration.domain import CycleOutcome
-from slot_expiration.expiry import ClockSkewError, CycleFailed, outcome_of
+from slot_expiration.expiry import (
+    DRAIN_COUNT_CAP,
+    BatchCommitted,
+    ClockSkewError,
+    CycleFailed,
+    DrainProgress,
+    DrainStarted,
+    outcome_of,
+)
 from slot_expiration.options import CycleOptions, load_settings
-from tests.support.results import ended
+from tests.support.results import batch, ended
 
 SETTINGS = load_settings(
     CycleOptions, environment=False, database_url="postgresql://w:pw@127.0.0.1/c"
@@ -95,3 +105,50 @@ def test_a_failure_before_any_batch_is_its_own_line(failure: Exception) -> None:
 
     assert line.startswith(str(failure))
     assert "committed" not in line
+
+
+def test_an_interrupted_drain_says_about_how_many_of_its_count_are_left_and_how_to_go_on() -> None:
+    partial = ended(
+        CycleOutcome.INTERRUPTED,
+        asyncio.CancelledError(),
+        batch_in_flight=True,
+        expired=21_500,
+        batches=43,
+    )
+    drain = DrainProgress(backlog_at_start=300_000, expired=21_500, seconds=9.0)
+
+    line = cut_short_line(CycleFailed(partial), SETTINGS, drain)
+
+    assert line == (
+        "interrupted: 21500 rows expired in 43 committed batches; the batch in flight was "
+        "rolled back; about 278,500 left: run again to go on"
+    )
+
+
+def test_a_drain_past_its_budget_whose_count_stopped_at_its_cap_says_at_least_what_is_left() -> (
+    None
+):
+    overrun = TimeoutError("the cycle ran past its budget of 30 s and …")
+    partial = ended(
+        CycleOutcome.BUDGET_EXCEEDED, overrun, batch_in_flight=True, expired=6_000, batches=12
+    )
+    drain = DrainProgress(backlog_at_start=DRAIN_COUNT_CAP, expired=6_000, seconds=29.0)
+
+    line = cut_short_line(CycleFailed(partial), SETTINGS, drain)
+
+    assert line.endswith(
+        f"; at least {DRAIN_COUNT_CAP - 6_000:,} left: run again or raise --max-cycle-seconds"
+    )
+
+
+def test_the_drain_seen_is_its_count_from_its_start_then_each_batch_committed() -> None:
+    seen = DrainSeen()
+    run_id = uuid4()
+
+    seen(DrainStarted(run_id, 5))
+    at_start = seen.latest
+    seen(BatchCommitted(run_id, batch(expired=2), DrainProgress(5, 2, 0.1)))
+
+    assert at_start is not None
+    assert (at_start.backlog_at_start, at_start.left) == (5, 5)
+    assert seen.latest == DrainProgress(5, 2, 0.1)

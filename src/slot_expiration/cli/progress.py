@@ -51,13 +51,15 @@ def pace_text(drain: DrainProgress) -> str:
 class DrainSeen:
     """A sink that keeps the drain's latest progress: what is left of the count at its
     start, which `once`'s last line reads where the count after the cycle stopped at its
-    cap."""
+    cap, or where no count followed (a cycle interrupted, or past its budget)."""
 
     def __init__(self) -> None:
         self.latest: DrainProgress | None = None
 
     def __call__(self, event: Event) -> None:
         match event:
+            case DrainStarted(_, backlog):  # nothing expired yet
+                self.latest = DrainProgress(backlog, expired=0, seconds=0.0)
             case BatchCommitted(_, _, DrainProgress() as drain):
                 self.latest = drain
 

@@ -193,7 +193,7 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
                 click.echo(json.dumps(failed.ended.result.summary()))
             interrupted = failed.outcome is CycleOutcome.INTERRUPTED
             code = ExitCode.INTERRUPTED if interrupted else ExitCode.FAILURE
-            fail(cut_short_line(failed, settings), code)
+            fail(cut_short_line(failed, settings, seen.latest), code)
     if json_output:
         click.echo(json.dumps(result.summary()))
     else:
@@ -201,8 +201,12 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
         click.echo(stop_line(result, settings, seen.latest))
 
 
-def cut_short_line(failed: CycleFailed, settings: CycleOptions) -> str:
-    """What stopped the cycle, with its SQLSTATE and fix, and what did commit."""
+def cut_short_line(
+    failed: CycleFailed, settings: CycleOptions, drain: DrainProgress | None = None
+) -> str:
+    """What stopped the cycle, with its SQLSTATE and fix, and what did commit; for a drain
+    interrupted or past its budget, what is left of its count at its start (no count
+    follows such a cycle) and how to go on."""
     partial = failed.ended.result
     committed = f"{count_of(partial.expired_count, 'row')} expired in " + (
         count_of(partial.batches, "committed batch", "committed batches")
@@ -212,10 +216,16 @@ def cut_short_line(failed: CycleFailed, settings: CycleOptions) -> str:
         fate = "may or may not have committed" if failed.batch_in_doubt else "was rolled back"
         in_flight = f"the batch in flight {fate}"
     if failed.outcome is CycleOutcome.INTERRUPTED:
-        return f"interrupted: {committed}; {in_flight}"
+        left = "" if drain is None else f"; {_drain_left_text(drain)}: run again to go on"
+        return f"interrupted: {committed}; {in_flight}{left}"
     if failed.outcome is CycleOutcome.BUDGET_EXCEEDED:
         budget = settings.max_cycle_seconds
-        return f"the cycle ran past its budget of {budget:g} s: {committed}; {in_flight}"
+        left = (
+            ""
+            if drain is None
+            else f"; {_drain_left_text(drain)}: run again or raise --max-cycle-seconds"
+        )
+        return f"the cycle ran past its budget of {budget:g} s: {committed}; {in_flight}{left}"
     # The database's message within it bounded as the log line and the history bound it.
     cause = excerpt(
         store_failure(failed.error, required_url(settings))
@@ -278,8 +288,15 @@ def _left_text(result: CycleResult, drain: DrainProgress | None) -> str:
         return "what is left was not counted"
     capped = result.backlog >= BACKLOG_COUNT_CAP
     if capped and drain is not None and not drain.capped and drain.left > result.backlog:
-        return f"about {drain.left:,} left"
+        return _drain_left_text(drain)
     return left_text(result.backlog, capped)
+
+
+def _drain_left_text(drain: DrainProgress) -> str:
+    """`about 51,500 left` of the drain's count at its start (rows booked or archived
+    meanwhile are still in it); `at least 51,500 left` where that count stopped at its
+    cap."""
+    return f"{'at least' if drain.capped else 'about'} {drain.left:,} left"
 
 
 def _one_line(result: CycleResult) -> str:
