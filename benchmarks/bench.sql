@@ -61,9 +61,13 @@ SELECT cron.unschedule(%(job)s);
 -- name: bench_cron_run
 -- The job's first run as pg_cron recorded it: its status, the command's
 -- result ("UPDATE n"), and when it started and ended (pg_cron's own clock).
+-- pg_cron records each statement's result as it comes: for a moment the run
+-- reads 'succeeded' with the SET's 'SET', before the UPDATE's own (seen once);
+-- a success counts only once the UPDATE's result is there.
 SELECT status, return_message, start_time, end_time
 FROM cron.job_run_details
-WHERE jobid = %(job)s AND status IN ('succeeded', 'failed')
+WHERE jobid = %(job)s
+  AND (status = 'failed' OR (status = 'succeeded' AND return_message LIKE 'UPDATE %%'))
 ORDER BY runid
 LIMIT 1;
 

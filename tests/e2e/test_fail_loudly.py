@@ -251,7 +251,7 @@ async def test_sigint_during_a_drain_reports_what_its_committed_batches_did(
     assert done.returncode == 130, done.describe()
     assert done.stderr.splitlines()[-1] == (
         "slot-expiration: error: interrupted: 20 rows expired in 2 committed batches; "
-        "the batch in flight was rolled back"
+        "the batch in flight was rolled back; about 20 left: run again to go on"
     )
     partial = json.loads(done.stdout)
     assert (partial["expired_count"], partial["batches"]) == (20, 2)
