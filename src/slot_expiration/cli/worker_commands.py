@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -201,6 +201,13 @@ def once(as_of: str | None, allow_future_as_of: bool, json_output: bool, **given
         click.echo(stop_line(result, settings, seen.latest))
 
 
+# How to go on after a drain cut short, by how it was cut short.
+_GO_ON: Final = {
+    CycleOutcome.INTERRUPTED: "run again to go on",
+    CycleOutcome.BUDGET_EXCEEDED: "run again or raise --max-cycle-seconds",
+}
+
+
 def cut_short_line(
     failed: CycleFailed, settings: CycleOptions, drain: DrainProgress | None = None
 ) -> str:
@@ -215,16 +222,11 @@ def cut_short_line(
     if failed.ended.batch_in_flight:
         fate = "may or may not have committed" if failed.batch_in_doubt else "was rolled back"
         in_flight = f"the batch in flight {fate}"
-    if failed.outcome is CycleOutcome.INTERRUPTED:
-        left = "" if drain is None else f"; {_drain_left_text(drain)}: run again to go on"
-        return f"interrupted: {committed}; {in_flight}{left}"
-    if failed.outcome is CycleOutcome.BUDGET_EXCEEDED:
+    if (go_on := _GO_ON.get(failed.outcome)) is not None:
+        left = "" if drain is None else f"; {_drain_left_text(drain)}: {go_on}"
+        if failed.outcome is CycleOutcome.INTERRUPTED:
+            return f"interrupted: {committed}; {in_flight}{left}"
         budget = settings.max_cycle_seconds
-        left = (
-            ""
-            if drain is None
-            else f"; {_drain_left_text(drain)}: run again or raise --max-cycle-seconds"
-        )
         return f"the cycle ran past its budget of {budget:g} s: {committed}; {in_flight}{left}"
     # The database's message within it bounded as the log line and the history bound it.
     cause = excerpt(
