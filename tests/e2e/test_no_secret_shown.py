@@ -224,23 +224,32 @@ def _args(command: tuple[str, ...], slot_number: int) -> tuple[str, ...]:
 async def every_output(
     given: Given, plain_url: str, closed: str, tmp: Path, n: int
 ) -> dict[str, str]:
+    """Every command's output with the secrets given: the database's commands in order (each
+    may read what one before wrote), the commands refused by a closed port meanwhile (they
+    depend on nothing, and each is a process of its own to start)."""
     url, env = given.url(plain_url, tmp), given.env(tmp)
-    outputs: dict[str, str] = {}
-    for command in COMMANDS:
-        done = await run_command(*_args(command, n), "--database-url", url, env=env)
-        assert done.returncode in (0, 1, 2), done.describe()  # status --check: WARNING is 1
-        outputs |= _outputs(" ".join(command[:2]), done)
-    outputs |= await _traced_once(url, env)
-    outputs |= await _worker_outputs(url, env)
-    outputs |= await _page(url, env)
     unreachable = given.url(closed, tmp)
-    for command in UNREACHABLE:
+
+    async def on_the_database() -> dict[str, str]:
+        outputs: dict[str, str] = {}
+        for command in COMMANDS:
+            done = await run_command(*_args(command, n), "--database-url", url, env=env)
+            assert done.returncode in (0, 1, 2), done.describe()  # status --check: WARNING is 1
+            outputs |= _outputs(" ".join(command[:2]), done)
+        outputs |= await _traced_once(url, env)
+        outputs |= await _worker_outputs(url, env)
+        return outputs | await _page(url, env)
+
+    async def refused(command: tuple[str, ...]) -> dict[str, str]:
         done = await run_command(*command, "--database-url", unreachable, env=env)
         assert done.returncode != 0, done.describe()
         assert "cannot connect" in done.stdout + done.stderr, done.describe()
-        outputs |= _outputs(f"{' '.join(command[:2])} (unreachable)", done)
-    outputs["history"] = _history(plain_url)
-    return outputs
+        return _outputs(f"{' '.join(command[:2])} (unreachable)", done)
+
+    parts = await asyncio.gather(on_the_database(), *(refused(c) for c in UNREACHABLE))
+    return {key: text for part in parts for key, text in part.items()} | {
+        "history": _history(plain_url)
+    }
 
 
 @settings(
