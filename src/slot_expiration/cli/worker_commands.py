@@ -223,11 +223,13 @@ def cut_short_line(
         fate = "may or may not have committed" if failed.batch_in_doubt else "was rolled back"
         in_flight = f"the batch in flight {fate}"
     if (go_on := _GO_ON.get(failed.outcome)) is not None:
+        stopped = (
+            "interrupted"
+            if failed.outcome is CycleOutcome.INTERRUPTED
+            else f"the cycle ran past its budget of {settings.max_cycle_seconds:g} s"
+        )
         left = "" if drain is None else f"; {_drain_left_text(drain)}: {go_on}"
-        if failed.outcome is CycleOutcome.INTERRUPTED:
-            return f"interrupted: {committed}; {in_flight}{left}"
-        budget = settings.max_cycle_seconds
-        return f"the cycle ran past its budget of {budget:g} s: {committed}; {in_flight}{left}"
+        return f"{stopped}: {committed}; {in_flight}{left}"
     # The database's message within it bounded as the log line and the history bound it.
     cause = excerpt(
         store_failure(failed.error, required_url(settings))

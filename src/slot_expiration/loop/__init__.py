@@ -10,7 +10,6 @@ from slot_expiration.loop.events import (
     SinkFailures,
     TickSkipped,
     fan_out,
-    sink_name,
 )
 from slot_expiration.loop.polling_loop import LoopStats, LoopTiming, PollingLoop
 from slot_expiration.loop.signals import (
@@ -38,7 +37,6 @@ __all__ = [
     "Ticker",
     "cancel_on_signals",
     "fan_out",
-    "sink_name",
     "stop_on_signals",
     "terminate_as_interrupt",
     "wait_or_stop",

@@ -10,7 +10,7 @@ and counted however its sinks fare; the loop never loses a cycle's task to one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Final
@@ -64,10 +64,18 @@ def sink_name(sink: Sink) -> str:
 class SinkFailures:
     """What sinks raised: `count` told of each failure (a metric), and one `sink.failed`
     line per sink and kind of error (a sink that fails on every event must not flood the
-    log: its stderr may be what fails). Reporting itself never raises."""
+    log: its stderr may be what fails). `watch` is told each sink's name once, as a fan_out
+    takes it, before any event (the metric's series from 0). Reporting itself never
+    raises."""
 
     count: Callable[[str], None] | None = None
+    watch: Callable[[Iterable[str]], None] | None = None
     _logged: set[tuple[str, str]] = field(default_factory=set)
+
+    def watching(self, sinks: Iterable[Sink]) -> None:
+        with suppress(Exception):
+            if self.watch is not None:
+                self.watch(sink_name(sink) for sink in sinks)
 
     def __call__(self, sink: Sink, error: Exception) -> None:
         name = sink_name(sink)
@@ -92,6 +100,7 @@ def fan_out(*sinks: Sink, on_failure: SinkFailures | None = None) -> Sink:
     """One sink that hands each event to every one of `sinks`, in order; what one raises is
     reported (`on_failure`, by default a SinkFailures of its own) and stops nothing."""
     failures = on_failure or SinkFailures()
+    failures.watching(sinks)
 
     def emit(event: Event) -> None:
         for sink in sinks:

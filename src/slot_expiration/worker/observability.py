@@ -11,7 +11,7 @@ import structlog
 from opentelemetry.trace import Tracer
 
 from slot_expiration.db.session import ApplicationName
-from slot_expiration.loop import Sink, SinkFailures, fan_out, sink_name
+from slot_expiration.loop import Sink, SinkFailures, fan_out
 from slot_expiration.options import WorkerOptions
 from slot_expiration.schema.version import HEAD_REVISION
 from slot_expiration.status.store import StatusStore
@@ -58,15 +58,12 @@ class Observability:
 
     def sink(self, sinks: Sequence[Sink]) -> Sink:
         """`sinks` plus metrics, liveness and readiness, all inside each cycle's span."""
-        failures = SinkFailures(count=self.metrics.sink_failed)
-        watched: tuple[Sink, ...] = (*sinks, self.metrics, self.liveness, self.readiness)
-        recorded = fan_out(*watched, on_failure=failures)
-        # The span's own work isolated too: nothing a sink does reaches the cycle.
+        failures = SinkFailures(count=self.metrics.sink_failed, watch=self.metrics.sinks_watched)
+        recorded = fan_out(*sinks, self.metrics, self.liveness, self.readiness, on_failure=failures)
         spanned = traced(recorded, self.tracer)
-        if spanned is not recorded:
-            watched = (*watched, spanned)
-        self.metrics.sinks_watched(sink_name(sink) for sink in watched)
-        return fan_out(spanned, on_failure=failures)
+        # The span's own work isolated too: nothing a sink does reaches the cycle. (Without
+        # a span, `recorded` is what fan_out made: it raises nothing.)
+        return recorded if spanned is recorded else fan_out(spanned, on_failure=failures)
 
     @asynccontextmanager
     async def endpoint(self, options: WorkerOptions) -> AsyncIterator[str | None]:
